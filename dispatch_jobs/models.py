@@ -1,0 +1,219 @@
+"""The job engine's tables: jobs, per-attempt usage, live workers, and the two small
+tables the fleet coordinates through (maintenance leadership, paused queues).
+
+Only ``dispatch_jobs.store`` writes these rows.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Now
+
+
+class JobState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"  # the dead-letter state
+    RETRYING = "retrying", "Retrying"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+READY_STATES = (JobState.PENDING, JobState.RETRYING)
+FINISHED_STATES = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED)
+
+
+class JobQuerySet(models.QuerySet["Job"]):
+    def ready(self) -> JobQuerySet:
+        """Claimable now, by the database's clock."""
+        return self.filter(state__in=READY_STATES, run_at__lte=Now())
+
+    def running(self) -> JobQuerySet:
+        return self.filter(state=JobState.RUNNING)
+
+    def finished(self) -> JobQuerySet:
+        return self.filter(state__in=FINISHED_STATES)
+
+
+class Job(models.Model):
+    """One unit of work: the seed's ``Job``, as a row.
+
+    The id is a database-assigned, monotonically increasing integer, so it orders
+    jobs by creation and serves as the paging cursor.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    name = models.CharField(max_length=255, help_text="The task's import path or alias.")
+    queue = models.CharField(max_length=100, default="default")
+    payload = models.JSONField(default=dict, help_text="{'args': [...], 'kwargs': {...}}")
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.PENDING)
+    priority = models.IntegerField(default=0)
+    max_retries = models.IntegerField(default=3)
+    retry_count = models.IntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+    # Every attempt's outcome: [{"attempt", "worker_id", "status", "exception_class",
+    # "message", "traceback", "at"}], appended by the worker's fenced write.
+    attempts = models.JSONField(default=list, blank=True)
+    scope_app_id = models.CharField(max_length=100, blank=True, default="")
+    scope_org_id = models.CharField(max_length=100, blank=True, default="")
+    worker_id = models.CharField(max_length=100, blank=True, default="")
+    run_at = models.DateTimeField(db_default=Now())
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    timeout = models.DurationField(null=True, blank=True)
+    artifact_bindings = models.JSONField(null=True, blank=True)
+    # Resolved requirement in canonical units, as scalar columns the claim compares.
+    cpu = models.BigIntegerField(default=0, help_text="millicores")
+    memory = models.BigIntegerField(default=0, help_text="bytes")
+    disk = models.BigIntegerField(default=0, help_text="bytes")
+    gpu = models.BigIntegerField(default=0, help_text="milli-devices")
+    # Custom keys as the seed's delimited string: ",fpga,tpu," ("" for none).
+    custom_keys = models.CharField(max_length=500, blank=True, default="")
+    resources = models.JSONField(default=dict, blank=True)
+    resource_limits = models.JSONField(default=dict, blank=True)
+    resource_class = models.CharField(max_length=100, blank=True, default="")
+    execution = models.CharField(max_length=32, blank=True, default="in-process")
+    input_bytes = models.BigIntegerField(default=0)
+    primary_input_hash = models.CharField(max_length=128, blank=True, default="")
+    lease_epoch = models.IntegerField(default=0)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_ttl = models.DurationField(null=True, blank=True)
+    evict_count = models.IntegerField(default=0)
+    return_value = models.JSONField(null=True, blank=True)
+    replay_of = models.OneToOneField(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="replayed_by",
+        help_text="The failed or cancelled job this one replays (at most one replay each).",
+    )
+    created_at = models.DateTimeField(db_default=Now())
+    updated_at = models.DateTimeField(db_default=Now())
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-id"]
+        permissions = [
+            ("retry_job", "Can retry (replay) a failed or cancelled job"),
+            ("cancel_job", "Can cancel a pending or retrying job"),
+            ("run_job_now", "Can move a job's run time to now"),
+            ("pause_queue", "Can pause and resume queues"),
+        ]
+        indexes = [
+            # The ready claim. Partial on PostgreSQL and SQLite; MariaDB gets a plain
+            # equivalent in migration 0002 because it has no partial indexes.
+            models.Index(
+                fields=["queue", "-priority", "run_at", "id"],
+                name="dj_job_ready",
+                condition=Q(state__in=["pending", "retrying"]),
+            ),
+            # Expired-lease reclaim reads running rows by expiry.
+            models.Index(
+                fields=["lease_expires_at"],
+                name="dj_job_lease",
+                condition=Q(state="running"),
+            ),
+            # Newest-first listing under each filter (id is the cursor).
+            models.Index(fields=["state", "-id"], name="dj_job_state_id"),
+            models.Index(fields=["queue", "-id"], name="dj_job_queue_id"),
+            models.Index(fields=["name", "-id"], name="dj_job_name_id"),
+            models.Index(fields=["scope_app_id", "scope_org_id", "-id"], name="dj_job_scope_id"),
+            models.Index(fields=["scope_org_id", "-id"], name="dj_job_org_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} #{self.pk} ({self.state})"
+
+    @property
+    def args(self) -> list:
+        return list((self.payload or {}).get("args", []))
+
+    @property
+    def kwargs(self) -> dict:
+        return dict((self.payload or {}).get("kwargs", {}))
+
+
+class Usage(models.Model):
+    """One attempt's measurements: the seed's ``Usage``."""
+
+    id = models.BigAutoField(primary_key=True)
+    job_id = models.BigIntegerField(db_index=True)
+    name = models.CharField(max_length=255)
+    queue = models.CharField(max_length=100)
+    attempt = models.IntegerField()
+    status = models.CharField(max_length=16, choices=JobState.choices)
+    input_bytes = models.BigIntegerField(default=0)
+    resources = models.JSONField(default=dict, blank=True)
+    wall_time = models.DurationField()
+    cpu_time = models.DurationField(null=True, blank=True)
+    peak_rss = models.BigIntegerField(default=0)
+    disk_written = models.BigIntegerField(default=0)
+    executor = models.CharField(max_length=32, blank=True, default="")
+    scope_app_id = models.CharField(max_length=100, blank=True, default="")
+    scope_org_id = models.CharField(max_length=100, blank=True, default="")
+    worker_id = models.CharField(max_length=100, blank=True, default="")
+    recorded_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        ordering = ["-recorded_at", "-id"]
+        verbose_name_plural = "usage"
+        indexes = [
+            models.Index(fields=["name", "-recorded_at"], name="dj_usage_name_time"),
+            models.Index(fields=["-recorded_at"], name="dj_usage_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} #{self.job_id} attempt {self.attempt}"
+
+
+class WorkerState(models.TextChoices):
+    ACTIVE = "active", "Active"
+    DRAINING = "draining", "Draining"
+
+
+class Worker(models.Model):
+    """A live ``runjobs`` process, registered on start and removed on exit."""
+
+    id = models.CharField(max_length=100, primary_key=True)
+    hostname = models.CharField(max_length=255)
+    pid = models.IntegerField()
+    queues = models.JSONField(default=list)
+    concurrency = models.IntegerField()
+    capacity = models.JSONField(default=dict, blank=True)
+    state = models.CharField(
+        max_length=16, choices=WorkerState.choices, default=WorkerState.ACTIVE
+    )
+    started_at = models.DateTimeField(db_default=Now())
+    last_seen_at = models.DateTimeField(db_default=Now(), db_index=True)
+
+    class Meta:
+        ordering = ["hostname", "id"]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class Leadership(models.Model):
+    """A named database lease: which worker runs a fleet-wide duty (maintenance)."""
+
+    name = models.CharField(max_length=100, primary_key=True)
+    holder = models.CharField(max_length=100)
+    expires_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} → {self.holder}"
+
+
+class QueueControl(models.Model):
+    """Operator state of a queue; a paused queue is skipped by every claim."""
+
+    name = models.CharField(max_length=100, primary_key=True)
+    paused = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(db_default=Now())
+
+    def __str__(self) -> str:
+        return f"{self.name} ({'paused' if self.paused else 'active'})"

@@ -1,0 +1,79 @@
+"""The store: the only code that writes job, lease, worker and usage rows.
+
+The seed's ``Store``, ``LeaseStore``, ``Lister`` and ``UsageRecorder`` as
+functions. Every comparison that decides readiness or ownership (run_at, lease
+expiry) uses the database's clock. See docs/store.md for the guarantees.
+"""
+
+from .claim import claim_jobs
+from .enqueue import enqueue_job, enqueue_jobs, payload_size
+from .jobs import (
+    count_jobs,
+    delete_job,
+    get_job,
+    heartbeat_job,
+    list_jobs_by_state,
+    reap_stale_jobs,
+    update_job,
+)
+from .leadership import acquire_leadership, leader_of, release_leadership
+from .leases import (
+    LEASE_COLUMNS,
+    reclaim_expired_leases,
+    release_leases,
+    renew_lease,
+    renew_leases,
+    update_leased_job,
+)
+from .listing import list_jobs
+from .options import ClaimOptions, ListOptions, Page
+from .queues import pause_queue, paused_queues, resume_queue
+from .usage import list_usage, purge_usage, record_usage, record_usages
+from .workers import (
+    deregister_worker,
+    live_workers,
+    register_worker,
+    remove_stale_workers,
+    set_worker_state,
+    touch_worker,
+)
+
+__all__ = [
+    "LEASE_COLUMNS",
+    "ClaimOptions",
+    "ListOptions",
+    "Page",
+    "acquire_leadership",
+    "claim_jobs",
+    "count_jobs",
+    "delete_job",
+    "deregister_worker",
+    "enqueue_job",
+    "enqueue_jobs",
+    "get_job",
+    "heartbeat_job",
+    "leader_of",
+    "list_jobs",
+    "list_jobs_by_state",
+    "list_usage",
+    "live_workers",
+    "pause_queue",
+    "paused_queues",
+    "payload_size",
+    "purge_usage",
+    "reap_stale_jobs",
+    "reclaim_expired_leases",
+    "record_usage",
+    "record_usages",
+    "register_worker",
+    "release_leadership",
+    "release_leases",
+    "remove_stale_workers",
+    "renew_lease",
+    "renew_leases",
+    "resume_queue",
+    "set_worker_state",
+    "touch_worker",
+    "update_job",
+    "update_leased_job",
+]

@@ -1,0 +1,181 @@
+"""Leases: renewal, reclaim, hand-back, and the fenced write.
+
+The lease-owned columns (worker_id, lease_expires_at, lease_epoch, heartbeat_at)
+have exactly three writers: the grant inside ``claim_jobs``, ``renew_lease(s)``,
+and eviction (``reclaim_expired_leases`` and the drain's ``release_leases``).
+``update_leased_job`` is deliberately not a fourth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import F, Q, QuerySet
+from django.db.models.functions import Coalesce, Now
+
+from ..conf import settings
+from ..exceptions import JobNotFound, LeaseLost
+from ..models import Job, JobState
+from . import db
+
+LEASE_COLUMNS = frozenset({"worker_id", "lease_expires_at", "lease_epoch", "heartbeat_at"})
+# Never written by a fenced update: the lease columns, the key, and bookkeeping.
+_NOT_WRITTEN_BY_FENCED_UPDATE = LEASE_COLUMNS | {"id", "created_at", "updated_at"}
+
+
+def _jobs() -> QuerySet[Job]:
+    return Job.objects.using(db.alias())
+
+
+def _held(job_id: int, worker_id: str, epoch: int) -> QuerySet[Job]:
+    """The fence: the row is still running, held by this worker, at this epoch."""
+    return _jobs().filter(
+        id=job_id, state=JobState.RUNNING, worker_id=worker_id, lease_epoch=epoch
+    )
+
+
+def renew_lease(job_id: int, worker_id: str, epoch: int, ttl: timedelta) -> None:
+    """Extend the lease to database-now + ttl, only while the caller still holds
+    it. Raises ``LeaseLost`` otherwise: that is the whole fencing mechanism, a
+    paused worker learns within one heartbeat that it no longer owns the job."""
+    if not _held(job_id, worker_id, epoch).update(
+        lease_expires_at=db.now_plus(ttl), heartbeat_at=Now()
+    ):
+        raise LeaseLost(job_id, worker_id, epoch)
+
+
+def renew_leases(
+    worker_id: str, leases: Iterable[tuple[int, int, timedelta]]
+) -> set[int]:
+    """Renew many leases ``(job_id, epoch, ttl)`` held by one worker, one UPDATE
+    per distinct ttl. Returns the ids whose lease was lost (not renewed)."""
+    by_ttl: dict[timedelta, list[tuple[int, int]]] = {}
+    for job_id, epoch, ttl in leases:
+        by_ttl.setdefault(ttl, []).append((job_id, epoch))
+    lost: set[int] = set()
+    with transaction.atomic(using=db.alias()):
+        for ttl, held in by_ttl.items():
+            fence = Q()
+            for job_id, epoch in held:
+                fence |= Q(id=job_id, lease_epoch=epoch)
+            rows = _jobs().filter(fence, state=JobState.RUNNING, worker_id=worker_id)
+            # Lock first so the set we report as renewed is exactly the set updated.
+            kept = set(rows.select_for_update().values_list("id", flat=True))
+            if kept:
+                _jobs().filter(id__in=kept).update(
+                    lease_expires_at=db.now_plus(ttl), heartbeat_at=Now()
+                )
+            lost |= {job_id for job_id, _ in held} - kept
+    return lost
+
+
+def reclaim_expired_leases(
+    limit: int, *, unleased_grace: timedelta | None = None, max_evictions: int | None = None
+) -> list[Job]:
+    """Return to pending every running job whose lease expired (by the database's
+    clock), clearing the holder, bumping lease_epoch (the fence) and evict_count.
+    retry_count is never touched: a lost lease is infrastructure, not failure.
+
+    Also adopts a running job that carries no lease at all, once it has been
+    silent (no heartbeat, or no start) for ``unleased_grace``: a coarse fallback
+    for rows claimed without a lease whose worker died.
+
+    ``max_evictions``: a job evicted more than this many times fails (poison
+    protection) instead of going back to pending.
+
+    Selection and update happen in one transaction over rows locked with SKIP
+    LOCKED, so two reclaimers never take the same job. Order is not part of the
+    contract (here: longest-expired first). ``limit <= 0`` returns [] untouched.
+    """
+    if limit <= 0:
+        return []
+    grace = unleased_grace if unleased_grace is not None else settings.unleased_reclaim_grace
+    expired = Q(lease_expires_at__lt=Now())
+    silent_unleased = Q(lease_expires_at__isnull=True) & Q(
+        _silent_since__lt=db.now_minus(grace)
+    )
+    with transaction.atomic(using=db.alias()):
+        ids = list(
+            _jobs()
+            .filter(state=JobState.RUNNING)
+            .alias(_silent_since=Coalesce("heartbeat_at", "started_at", "updated_at"))
+            .filter(expired | silent_unleased)
+            .order_by(F("lease_expires_at").asc(nulls_last=True), "id")
+            .select_for_update(skip_locked=True)
+            .values_list("id", flat=True)[:limit]
+        )
+        return _evict(ids, max_evictions)
+
+
+def release_leases(
+    worker_id: str, held: Sequence[tuple[int, int]], *, max_evictions: int | None = None
+) -> list[Job]:
+    """Hand jobs back (a graceful drain): each ``(job_id, epoch)`` still held by
+    this worker returns to pending exactly as a reclaim would take it."""
+    if not held:
+        return []
+    fence = Q()
+    for job_id, epoch in held:
+        fence |= Q(id=job_id, lease_epoch=epoch)
+    with transaction.atomic(using=db.alias()):
+        ids = list(
+            _jobs()
+            .filter(fence, state=JobState.RUNNING, worker_id=worker_id)
+            .select_for_update()
+            .values_list("id", flat=True)
+        )
+        return _evict(ids, max_evictions)
+
+
+def _evict(ids: list[int], max_evictions: int | None) -> list[Job]:
+    """Move locked running rows back to pending (or to failed when poisoned)."""
+    if not ids:
+        return []
+    evicted = dict(
+        worker_id="",
+        lease_expires_at=None,
+        heartbeat_at=None,
+        lease_epoch=F("lease_epoch") + 1,
+        evict_count=F("evict_count") + 1,
+        updated_at=Now(),
+    )
+    rows = _jobs().filter(id__in=ids)
+    if max_evictions is not None:
+        poisoned = rows.filter(evict_count__gte=max_evictions)
+        poisoned.update(
+            state=JobState.FAILED,
+            completed_at=Now(),
+            last_error=(
+                f"Evicted more than {max_evictions} times (its worker kept dying or "
+                "losing the lease); failed as poison."
+            ),
+            **evicted,
+        )
+        rows = rows.exclude(state=JobState.FAILED)
+    rows.update(state=JobState.PENDING, **evicted)
+    return list(_jobs().filter(id__in=ids).order_by("id"))
+
+
+def update_leased_job(job: Job, worker_id: str, epoch: int) -> None:
+    """Persist ``job`` only while the caller still holds its lease.
+
+    Writes every column except the lease-owned ones (and the id and creation
+    time): ``job`` is the caller's stale snapshot, and writing its
+    lease_expires_at back would roll the real expiry backwards. Raises
+    ``LeaseLost`` (row untouched) when the fence fails, ``JobNotFound`` when the
+    row is gone.
+    """
+    values = {
+        field.attname: getattr(job, field.attname)
+        for field in Job._meta.concrete_fields
+        if field.attname not in _NOT_WRITTEN_BY_FENCED_UPDATE
+        and field.name not in _NOT_WRITTEN_BY_FENCED_UPDATE
+    }
+    values["updated_at"] = Now()
+    if _held(job.pk, worker_id, epoch).update(**values):
+        return
+    if not _jobs().filter(id=job.pk).exists():
+        raise JobNotFound(job.pk)
+    raise LeaseLost(job.pk, worker_id, epoch)

@@ -1,0 +1,63 @@
+"""The worker registry: register, heartbeat, drain, deregister, remove stale."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+
+from django.db.models import QuerySet
+from django.db.models.functions import Now
+
+from ..models import Worker, WorkerState
+from . import db
+
+
+def _workers() -> QuerySet[Worker]:
+    return Worker.objects.using(db.alias())
+
+
+def register_worker(
+    worker_id: str,
+    *,
+    hostname: str,
+    pid: int,
+    queues: Sequence[str],
+    concurrency: int,
+    capacity: Mapping[str, int] | None = None,
+) -> Worker:
+    worker, _ = _workers().update_or_create(
+        id=worker_id,
+        defaults=dict(
+            hostname=hostname,
+            pid=pid,
+            queues=list(queues),
+            concurrency=concurrency,
+            capacity=dict(capacity or {}),
+            state=WorkerState.ACTIVE,
+            last_seen_at=Now(),
+        ),
+    )
+    return worker
+
+
+def touch_worker(worker_id: str) -> bool:
+    """Record that the worker is alive. False when its row is gone (it was
+    removed as stale), so the caller can register again."""
+    return bool(_workers().filter(id=worker_id).update(last_seen_at=Now()))
+
+
+def set_worker_state(worker_id: str, state: str) -> None:
+    _workers().filter(id=worker_id).update(state=state, last_seen_at=Now())
+
+
+def deregister_worker(worker_id: str) -> None:
+    _workers().filter(id=worker_id).delete()
+
+
+def remove_stale_workers(silent_for: timedelta) -> int:
+    deleted, _ = _workers().filter(last_seen_at__lt=db.now_minus(silent_for)).delete()
+    return deleted
+
+
+def live_workers(silent_for: timedelta) -> list[Worker]:
+    return list(_workers().filter(last_seen_at__gte=db.now_minus(silent_for)))

@@ -1,0 +1,55 @@
+# Shared set-up for scripts/*.sh: find Python >= 3.12, make .venv, install the
+# project with its test and dev extras. Sourced, not run.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+find_python() {
+    local candidate
+    for candidate in "${PYTHON:-}" python3.13 python3.12 python3 \
+        "$HOME"/.pyenv/versions/3.13*/bin/python3 "$HOME"/.pyenv/versions/3.12*/bin/python3 \
+        /usr/local/bin/python3.13 /usr/local/bin/python3.12 /usr/bin/python3.13 /usr/bin/python3.12; do
+        [ -n "$candidate" ] || continue
+        command -v "$candidate" >/dev/null 2>&1 || [ -x "$candidate" ] || continue
+        if "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+            echo "$candidate"
+            return 0
+        fi
+    done
+    return 1
+}
+
+need_mysql_headers() {
+    # mysqlclient compiles against the MariaDB client library.
+    if ! pkg-config --exists libmariadb 2>/dev/null && ! pkg-config --exists mysqlclient 2>/dev/null; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+            echo "installing the MariaDB client headers (libmariadb-dev) ..." >&2
+            apt-get update -qq >/dev/null
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmariadb-dev pkg-config >/dev/null
+        else
+            echo "mysqlclient needs the MariaDB/MySQL client headers: install libmariadb-dev and pkg-config." >&2
+            exit 1
+        fi
+    fi
+}
+
+ensure_venv() {
+    local py stamp want
+    if ! py="$(find_python)"; then
+        echo "dispatch_jobs needs Python 3.12 or newer; none found (set PYTHON=/path/to/python3.12)." >&2
+        exit 1
+    fi
+    need_mysql_headers
+    stamp=".venv/.installed"
+    want="$(cat pyproject.toml | sha1sum | cut -c1-40)"
+    if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        echo "setting up .venv with $("$py" --version) ..." >&2
+        rm -rf .venv
+        "$py" -m venv .venv
+        .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+        .venv/bin/python -m pip install -q -e ".[dev]" 2>&1 | grep -v '^WARNING: Location' || true
+        .venv/bin/python -c "import django, dispatch_jobs" || { echo "install failed" >&2; exit 1; }
+        echo "$want" > "$stamp"
+    fi
+    export PATH="$ROOT/.venv/bin:$PATH"
+}

@@ -1,0 +1,1 @@
+"""Task functions the test-suite enqueues and runs."""

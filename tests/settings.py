@@ -1,0 +1,68 @@
+"""Test settings. The database comes from DATABASE_URL (default: a SQLite file).
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/dispatch_jobs
+    DATABASE_URL=mysql://root@127.0.0.1:3306/dispatch_jobs
+"""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = environ.Env()
+
+SECRET_KEY = "dispatch-jobs-tests"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+
+_sqlite_file = BASE_DIR / ".test-data" / "dispatch_jobs.sqlite3"
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{_sqlite_file}")}
+_db = DATABASES["default"]
+if _db["ENGINE"].endswith("sqlite3"):
+    _name = Path(_db["NAME"])
+    _name.parent.mkdir(parents=True, exist_ok=True)
+    _db["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # A file, not :memory:, so several processes can share the test database.
+    _db["TEST"] = {"NAME": str(_name.with_name(f"test_{_name.name}"))}
+elif _db["ENGINE"].endswith("mysql"):
+    _db.setdefault("OPTIONS", {})["charset"] = "utf8mb4"
+    _db["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_general_ci"}
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "dispatch_jobs",
+    "tests.jobs",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+ROOT_URLCONF = "tests.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+STATIC_URL = "/static/"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
