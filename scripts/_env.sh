@@ -42,13 +42,19 @@ ensure_venv() {
     need_mysql_headers
     stamp=".venv/.installed"
     want="$(cat pyproject.toml | sha1sum | cut -c1-40)"
-    if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-        echo "setting up .venv with $("$py" --version) ..." >&2
-        rm -rf .venv
+    if [ ! -x .venv/bin/python ]; then
+        echo "creating .venv with $("$py" --version) ..." >&2
         "$py" -m venv .venv
         .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-        .venv/bin/python -m pip install -q -e ".[dev]" 2>&1 | grep -v '^WARNING: Location' || true
-        .venv/bin/python -c "import django, dispatch_jobs" || { echo "install failed" >&2; exit 1; }
+    fi
+    # Reinstall (in place) whenever pyproject.toml changed since the last install.
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        echo "installing dispatch_jobs and its test tools into .venv ..." >&2
+        if ! .venv/bin/python -m pip install -q -e ".[dev]" >.venv/pip.log 2>&1; then
+            grep -v '^WARNING: Location' .venv/pip.log >&2
+            echo "installing into .venv failed (log above)" >&2
+            exit 1
+        fi
         echo "$want" > "$stamp"
     fi
     export PATH="$ROOT/.venv/bin:$PATH"
