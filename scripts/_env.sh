@@ -33,29 +33,34 @@ need_mysql_headers() {
     fi
 }
 
+# DJANGO_SERIES=6.0 scripts/test.sh runs the suite against Django 6.0 in its own
+# virtualenv (.venv-django6.0); unset, the newest supported Django in .venv.
 ensure_venv() {
-    local py stamp want
+    local py stamp want venv
+    venv=".venv${DJANGO_SERIES:+-django$DJANGO_SERIES}"
     if ! py="$(find_python)"; then
         echo "dispatch_jobs needs Python 3.12 or newer; none found (set PYTHON=/path/to/python3.12)." >&2
         exit 1
     fi
     need_mysql_headers
-    stamp=".venv/.installed"
-    want="$(cat pyproject.toml | sha1sum | cut -c1-40)"
-    if [ ! -x .venv/bin/python ]; then
-        echo "creating .venv with $("$py" --version) ..." >&2
-        "$py" -m venv .venv
-        .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+    stamp="$venv/.installed"
+    want="$( (cat pyproject.toml; echo "${DJANGO_SERIES:-}") | sha1sum | cut -c1-40)"
+    if [ ! -x "$venv/bin/python" ]; then
+        echo "creating $venv with $("$py" --version) ..." >&2
+        "$py" -m venv "$venv"
+        "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
     fi
     # Reinstall (in place) whenever pyproject.toml changed since the last install.
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-        echo "installing dispatch_jobs and its test tools into .venv ..." >&2
-        if ! .venv/bin/python -m pip install -q -e ".[dev]" >.venv/pip.log 2>&1; then
-            grep -v '^WARNING: Location' .venv/pip.log >&2
-            echo "installing into .venv failed (log above)" >&2
+        echo "installing dispatch_jobs and its test tools into $venv ..." >&2
+        local django_pin=()
+        [ -n "${DJANGO_SERIES:-}" ] && django_pin=("Django~=${DJANGO_SERIES}.0")
+        if ! "$venv/bin/python" -m pip install -q -e ".[dev]" "${django_pin[@]}" >"$venv/pip.log" 2>&1; then
+            grep -v '^WARNING: Location' "$venv/pip.log" >&2
+            echo "installing into $venv failed (log above)" >&2
             exit 1
         fi
         echo "$want" > "$stamp"
     fi
-    export PATH="$ROOT/.venv/bin:$PATH"
+    export PATH="$ROOT/$venv/bin:$PATH"
 }
