@@ -11,6 +11,7 @@ from .exceptions import (
     PayloadTooLarge,
     Permanent,
 )
+from .task import task
 
 __all__ = [
     "DispatchJobsError",
@@ -22,4 +23,5 @@ __all__ = [
     "LeaseWithoutWorker",
     "PayloadTooLarge",
     "Permanent",
+    "task",
 ]

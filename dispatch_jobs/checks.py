@@ -40,9 +40,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             )
         )
     for key in _DURATIONS:
-        if key in value and (
-            not isinstance(value[key], timedelta) or value[key] <= timedelta(0)
-        ):
+        if key in value and (not isinstance(value[key], timedelta) or value[key] <= timedelta(0)):
             errors.append(
                 Error(
                     f"DISPATCH_JOBS[{key!r}] must be a positive datetime.timedelta, "
@@ -109,3 +107,184 @@ def _check_database(alias: str) -> list[Any]:
                 )
             ]
     return []
+
+
+# --- The admin's settings (docs/admin.md). Ids from E050 keep clear of other parts.
+_ADMIN_POSITIVE_INTS = ("ADMIN_COUNT_THRESHOLD", "ADMIN_BULK_CAP", "ADMIN_SCAN_CAP")
+
+
+@register()
+def check_admin_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    value = getattr(django_settings, "DISPATCH_JOBS", {})
+    if not isinstance(value, dict):
+        return []  # E001 already says so
+    errors: list[Any] = []
+    timeout = value.get("ADMIN_STATEMENT_TIMEOUT", DEFAULTS["ADMIN_STATEMENT_TIMEOUT"])
+    if not isinstance(timeout, timedelta) or timeout < timedelta(milliseconds=1):
+        errors.append(
+            Error(
+                "DISPATCH_JOBS['ADMIN_STATEMENT_TIMEOUT'] must be a datetime.timedelta of "
+                f"at least 1 ms, got {timeout!r}.",
+                id="dispatch_jobs.E050",
+            )
+        )
+    for key in _ADMIN_POSITIVE_INTS:
+        item = value.get(key, DEFAULTS[key])
+        if isinstance(item, bool) or not isinstance(item, int) or item < 1:
+            errors.append(
+                Error(
+                    f"DISPATCH_JOBS[{key!r}] must be an integer >= 1, got {item!r}.",
+                    id="dispatch_jobs.E051",
+                )
+            )
+    errors += _check_redact(value.get("REDACT", DEFAULTS["REDACT"]))
+    return errors
+
+
+def _check_redact(path: Any) -> list[Any]:
+    if path in ("", None):
+        return []
+    from django.utils.module_loading import import_string
+
+    try:
+        func = import_string(path) if isinstance(path, str) else None
+    except ImportError as exc:
+        func, reason = None, f"it cannot be imported ({exc})"
+    else:
+        reason = "it is not callable" if isinstance(path, str) else "it is not a dotted path"
+    if callable(func):
+        return []
+    return [
+        Error(
+            f"DISPATCH_JOBS['REDACT'] = {path!r} must name a callable "
+            f"(value, *, job, field) -> value, but {reason}.",
+            id="dispatch_jobs.E052",
+        )
+    ]
+
+
+# --- The tasks backend's settings (docs/tasks.md). Ids from E100 keep clear of
+# other parts; DispatchBackend.check() uses E101 and E102.
+@register()
+def check_tasks_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    value = getattr(django_settings, "DISPATCH_JOBS", {})
+    if not isinstance(value, dict):
+        return []  # E001 already says so
+    path = value.get("SCOPE_FROM_REQUEST", DEFAULTS["SCOPE_FROM_REQUEST"])
+    if path in ("", None):
+        return []
+    from django.utils.module_loading import import_string
+
+    try:
+        func = import_string(path) if isinstance(path, str) else None
+    except ImportError as exc:
+        func, reason = None, f"it cannot be imported ({exc})"
+    else:
+        reason = "it is not callable" if isinstance(path, str) else "it is not a dotted path"
+    if callable(func):
+        return []
+    return [
+        Error(
+            f"DISPATCH_JOBS['SCOPE_FROM_REQUEST'] = {path!r} must name a callable "
+            f"(request) -> Scope | (app_id, org_id) | None, but {reason}.",
+            id="dispatch_jobs.E103",
+        )
+    ]
+
+
+# --- The runjobs worker's settings (docs/worker.md). Ids E030-E039 and W030.
+_WORKER_DURATIONS = (
+    "POLL_INTERVAL",
+    "MAX_POLL_INTERVAL",
+    "RETRY_BACKOFF_BASE",
+    "RETRY_BACKOFF_CAP",
+    "RECLAIM_INTERVAL",
+    "PURGE_INTERVAL",
+    "COMPLETED_RETENTION",
+    "FAILED_RETENTION",
+    "USAGE_PURGE_INTERVAL",
+    "USAGE_RETENTION",
+    "WORKER_STALE_AFTER",
+    "SUMMARY_INTERVAL",
+)
+_WORKER_FLAGS = ("RECLAIM_ENABLED", "PURGE_ENABLED", "USAGE_PURGE_ENABLED", "NOTIFY")
+
+
+@register()
+def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    value = getattr(django_settings, "DISPATCH_JOBS", {})
+    if not isinstance(value, dict):
+        return []  # E001 already says so
+
+    def get(key: str) -> Any:
+        return value.get(key, DEFAULTS[key])
+
+    errors: list[Any] = []
+    for key in _WORKER_DURATIONS + ("SHUTDOWN_GRACE",):
+        item = get(key)
+        low_ok = key == "SHUTDOWN_GRACE"  # zero grace: hand back at once
+        if (
+            not isinstance(item, timedelta)
+            or item < timedelta(0)
+            or (item == timedelta(0) and not low_ok)
+        ):
+            errors.append(
+                Error(
+                    f"DISPATCH_JOBS[{key!r}] must be a "
+                    f"{'non-negative' if low_ok else 'positive'} datetime.timedelta, "
+                    f"got {item!r}.",
+                    id="dispatch_jobs.E030",
+                )
+            )
+    for key, low in (("WORKER_CONCURRENCY", 1), ("MAX_EVICTIONS", 0)):
+        item = get(key)
+        if isinstance(item, bool) or not isinstance(item, int) or item < low:
+            errors.append(
+                Error(
+                    f"DISPATCH_JOBS[{key!r}] must be an integer >= {low}, got {item!r}.",
+                    id="dispatch_jobs.E031",
+                )
+            )
+    queues = get("WORKER_QUEUES")
+    if (
+        not isinstance(queues, list | tuple)
+        or not queues
+        or not all(isinstance(q, str) and 0 < len(q) <= 100 for q in queues)
+    ):
+        errors.append(
+            Error(
+                "DISPATCH_JOBS['WORKER_QUEUES'] must be a non-empty list of queue names "
+                f"(1 to 100 characters), got {queues!r}.",
+                id="dispatch_jobs.E032",
+            )
+        )
+    for key in _WORKER_FLAGS:
+        if not isinstance(get(key), bool):
+            errors.append(
+                Error(
+                    f"DISPATCH_JOBS[{key!r}] must be True or False, got {get(key)!r}.",
+                    id="dispatch_jobs.E033",
+                )
+            )
+    for low, high in (
+        ("POLL_INTERVAL", "MAX_POLL_INTERVAL"),
+        ("RETRY_BACKOFF_BASE", "RETRY_BACKOFF_CAP"),
+    ):
+        a, b = get(low), get(high)
+        if isinstance(a, timedelta) and isinstance(b, timedelta) and b < a:
+            errors.append(
+                Error(
+                    f"DISPATCH_JOBS[{high!r}] ({b}) must not be shorter than {low!r} ({a}).",
+                    id="dispatch_jobs.E034",
+                )
+            )
+    stale, beat = get("WORKER_STALE_AFTER"), get("HEARTBEAT_INTERVAL")
+    if isinstance(stale, timedelta) and isinstance(beat, timedelta) and stale < 3 * beat:
+        errors.append(
+            Warning(
+                f"WORKER_STALE_AFTER ({stale}) is under three HEARTBEAT_INTERVALs ({beat}): "
+                "live workers may be removed from the registry between two heartbeats.",
+                id="dispatch_jobs.W030",
+            )
+        )
+    return errors

@@ -8,6 +8,7 @@ from django.tasks import (  # noqa: F401
     TaskContext,
     TaskResult,
     TaskResultStatus,
+    default_task_backend,
     task_backends,
 )
 from django.tasks.backends.base import BaseTaskBackend  # noqa: F401

@@ -20,13 +20,16 @@ _MAC_LENGTH = 16
 
 
 def _mac(body: str, salt: str) -> str:
-    return salted_hmac(f"dispatch_jobs.cursor.{salt}", body, algorithm="sha256").hexdigest()[:_MAC_LENGTH]
+    mac = salted_hmac(f"dispatch_jobs.cursor.{salt}", body, algorithm="sha256")
+    return mac.hexdigest()[:_MAC_LENGTH]
 
 
 def encode_cursor(position: list[Any], salt: str) -> str:
-    body = base64.urlsafe_b64encode(
-        json.dumps(position, separators=(",", ":")).encode()
-    ).decode().rstrip("=")
+    body = (
+        base64.urlsafe_b64encode(json.dumps(position, separators=(",", ":")).encode())
+        .decode()
+        .rstrip("=")
+    )
     return f"{body}.{_mac(body, salt)}"
 
 

@@ -123,6 +123,11 @@ class Job(models.Model):
             models.Index(fields=["name", "-id"], name="dj_job_name_id"),
             models.Index(fields=["scope_app_id", "scope_org_id", "-id"], name="dj_job_scope_id"),
             models.Index(fields=["scope_org_id", "-id"], name="dj_job_org_id"),
+            # The admin's sort keys and time/worker filters (migration 0003).
+            models.Index(fields=["priority", "id"], name="dj_job_priority_id"),
+            models.Index(fields=["completed_at", "id"], name="dj_job_completed_id"),
+            models.Index(fields=["created_at", "id"], name="dj_job_created_id"),
+            models.Index(fields=["worker_id", "-id"], name="dj_job_worker_id"),
         ]
 
     def __str__(self) -> str:

@@ -26,8 +26,16 @@ _CUSTOM_KEY_RE = re.compile(r"^[a-z0-9]([a-z0-9._/-]*[a-z0-9])?$")
 
 _BYTE_SUFFIXES = {
     "": 1,
-    "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15,
-    "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40, "pi": 2**50,
+    "k": 10**3,
+    "m": 10**6,
+    "g": 10**9,
+    "t": 10**12,
+    "p": 10**15,
+    "ki": 2**10,
+    "mi": 2**20,
+    "gi": 2**30,
+    "ti": 2**40,
+    "pi": 2**50,
 }
 _QUANTITY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
@@ -97,8 +105,7 @@ def parse_resources(values: Mapping[str, object] | None) -> ResourceSet:
         return {}
     if not isinstance(values, Mapping):
         raise InvalidResources(
-            f"Resources must be a mapping such as {{'memory': '2Gi'}}, got "
-            f"{type(values).__name__}."
+            f"Resources must be a mapping such as {{'memory': '2Gi'}}, got {type(values).__name__}."
         )
     return {str(key): parse_quantity(str(key), value) for key, value in values.items()}
 

@@ -61,6 +61,13 @@ TEMPLATES = [
     }
 ]
 STATIC_URL = "/static/"
+# Django's tasks framework, run by dispatch_jobs (docs/tasks.md).
+TASKS = {
+    "default": {
+        "BACKEND": "dispatch_jobs.backend.DispatchBackend",
+        "QUEUES": ["default", "emails", "reports"],
+    }
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LOGGING = {
     "version": 1,

@@ -33,6 +33,16 @@ need_mysql_headers() {
     fi
 }
 
+need_chromium() {
+    # The admin's browser tests drive Debian's Chromium through Playwright (never
+    # `playwright install`, which downloads a browser build).
+    if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "installing Chromium for the browser tests ..." >&2
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    fi
+}
+
 # DJANGO_SERIES=6.0 scripts/test.sh runs the suite against Django 6.0 in its own
 # virtualenv (.venv-django6.0); unset, the newest supported Django in .venv.
 ensure_venv() {
@@ -43,6 +53,7 @@ ensure_venv() {
         exit 1
     fi
     need_mysql_headers
+    need_chromium
     stamp="$venv/.installed"
     want="$( (cat pyproject.toml; echo "${DJANGO_SERIES:-}") | sha1sum | cut -c1-40)"
     if [ ! -x "$venv/bin/python" ]; then

@@ -19,6 +19,8 @@ TIME_ZONE = "UTC"
 _sqlite_file = BASE_DIR / ".test-data" / "dispatch_jobs.sqlite3"
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{_sqlite_file}")}
 _db = DATABASES["default"]
+# Worker processes started by tests/worker/ connect to the test database by name.
+_db["NAME"] = env.str("DISPATCH_TEST_DB_NAME", default=_db["NAME"])
 if _db["ENGINE"].endswith("sqlite3"):
     _name = Path(_db["NAME"])
     _name.parent.mkdir(parents=True, exist_ok=True)
@@ -65,4 +67,11 @@ TEMPLATES = [
     }
 ]
 STATIC_URL = "/static/"
+# The tasks backend under test; the extra queues are used by tests/backend/.
+TASKS = {
+    "default": {
+        "BACKEND": "dispatch_jobs.backend.DispatchBackend",
+        "QUEUES": ["default", "high", "low", "emails"],
+    }
+}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -6,6 +6,7 @@ expiry) uses the database's clock. See docs/store.md for the guarantees.
 """
 
 from .claim import claim_jobs
+from .completion import Completion, complete_leased_jobs, purge_finished_jobs
 from .enqueue import enqueue_job, enqueue_jobs, payload_size
 from .jobs import (
     count_jobs,
@@ -26,8 +27,12 @@ from .leases import (
     update_leased_job,
 )
 from .listing import list_jobs
+from .notify import CHANNEL as NOTIFY_CHANNEL
+from .notify import notify_enabled, notify_queues
+from .operations import OperationReport, cancel_jobs, delete_jobs, replay_jobs, run_jobs_now
 from .options import ClaimOptions, ListOptions, Page
 from .queues import pause_queue, paused_queues, resume_queue
+from .testing_ops import delete_all_jobs  # noqa: F401  (dispatch_jobs.testing)
 from .usage import list_usage, purge_usage, record_usage, record_usages
 from .workers import (
     deregister_worker,
@@ -41,10 +46,13 @@ from .workers import (
 __all__ = [
     "LEASE_COLUMNS",
     "ClaimOptions",
+    "Completion",
+    "NOTIFY_CHANNEL",
     "ListOptions",
     "Page",
     "acquire_leadership",
     "claim_jobs",
+    "complete_leased_jobs",
     "count_jobs",
     "delete_job",
     "deregister_worker",
@@ -57,9 +65,12 @@ __all__ = [
     "list_jobs_by_state",
     "list_usage",
     "live_workers",
+    "notify_enabled",
+    "notify_queues",
     "pause_queue",
     "paused_queues",
     "payload_size",
+    "purge_finished_jobs",
     "purge_usage",
     "reap_stale_jobs",
     "reclaim_expired_leases",
@@ -76,4 +87,9 @@ __all__ = [
     "touch_worker",
     "update_job",
     "update_leased_job",
+    "OperationReport",
+    "cancel_jobs",
+    "delete_jobs",
+    "replay_jobs",
+    "run_jobs_now",
 ]

@@ -89,7 +89,7 @@ def _fit_predicate(opts: ClaimOptions) -> tuple[dict[str, object], Q]:
     # delimiters stop "fpga" from matching "fpga-large", and stripping (rather
     # than a substring search) makes the test subset containment, whatever order
     # or extra keys the offer has. Bounded with nothing offered: no custom jobs.
-    remaining: object = F("custom_keys")
+    remaining: F | Replace = F("custom_keys")
     for key in sorted(set(opts.custom_keys)):
         remaining = Replace(remaining, Value(f"{SEP}{key}{SEP}"), Value(SEP))
     custom = Q(custom_keys="")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.db import connections, models
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
 from django.db.models import Value
 from django.db.models.functions import Now
 
@@ -51,3 +54,24 @@ def database_now() -> datetime:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.astimezone(UTC)
+
+
+def use_utc_session(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+    """Run MySQL/MariaDB sessions of the jobs database in UTC.
+
+    Django stores aware datetimes there as naive UTC, but ``NOW()`` and
+    ``CURRENT_TIMESTAMP`` (``Now()``, the models' ``db_default``) answer in the
+    session's time zone, which defaults to the server's. On a server not running
+    in UTC every readiness and expiry comparison would be off by the offset: a
+    job due now would wait hours, or a live lease look expired. Skipped when the
+    database's TIME_ZONE setting makes Django store local times instead.
+    """
+    if connection.vendor != "mysql" or connection.alias != settings.database:
+        return
+    if connection.timezone_name != "UTC":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SET time_zone = '+00:00'")
+
+
+connection_created.connect(use_utc_session, dispatch_uid="dispatch_jobs.store.db.utc")

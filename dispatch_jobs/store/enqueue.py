@@ -84,4 +84,7 @@ def enqueue_jobs(jobs: Sequence[Job]) -> list[Job]:
 
 
 def _notify_enqueued(jobs: Sequence[Job]) -> None:
-    """Hook for wake-ups (PostgreSQL LISTEN/NOTIFY is added by the worker)."""
+    """Wake idle workers on PostgreSQL: one NOTIFY per queue, delivered at commit."""
+    from .notify import notify_queues
+
+    notify_queues(job.queue for job in jobs)

@@ -26,11 +26,15 @@ def get_job(job_id: int) -> Job:
 def update_job(job: Job) -> None:
     """Whole-row write with no fence. Callers that must respect a lease use
     ``update_leased_job`` instead."""
-    if not _jobs().filter(id=job.pk).exists():
-        raise JobNotFound(job.pk)
-    job.save(using=db.alias(), force_update=True)
+    values = {
+        field.attname: getattr(job, field.attname)
+        for field in Job._meta.concrete_fields
+        if field.attname not in ("id", "updated_at")
+    }
+    # One statement: a row deleted meanwhile is reported, never half-written.
     # updated_at is the database's clock, not this process's.
-    _jobs().filter(id=job.pk).update(updated_at=Now())
+    if not _jobs().filter(id=job.pk).update(**values, updated_at=Now()):
+        raise JobNotFound(job.pk)
 
 
 def delete_job(job_id: int) -> None:
@@ -63,8 +67,10 @@ def count_jobs(*, queue: str = "", state: str = "") -> int:
 def heartbeat_job(job_id: int, worker_id: str) -> None:
     """Touch a running job's heartbeat (database clock). Raises ``JobNotFound``
     when the row is gone, ``LeaseLost`` when it is not running under this worker."""
-    if _jobs().filter(id=job_id, state=JobState.RUNNING, worker_id=worker_id).update(
-        heartbeat_at=Now()
+    if (
+        _jobs()
+        .filter(id=job_id, state=JobState.RUNNING, worker_id=worker_id)
+        .update(heartbeat_at=Now())
     ):
         return
     job = get_job(job_id)

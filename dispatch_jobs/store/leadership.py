@@ -22,9 +22,11 @@ def acquire_leadership(name: str, holder: str, ttl: timedelta) -> bool:
     expired) decides between competitors atomically; the first-ever holder is
     decided by the primary key on INSERT.
     """
-    taken = _leaderships().filter(
-        Q(holder=holder) | Q(expires_at__lt=db.now_plus(timedelta(0))), name=name
-    ).update(holder=holder, expires_at=db.now_plus(ttl))
+    taken = (
+        _leaderships()
+        .filter(Q(holder=holder) | Q(expires_at__lt=db.now_plus(timedelta(0))), name=name)
+        .update(holder=holder, expires_at=db.now_plus(ttl))
+    )
     if taken:
         return True
     if _leaderships().filter(name=name).exists():

@@ -31,9 +31,7 @@ def _jobs() -> QuerySet[Job]:
 
 def _held(job_id: int, worker_id: str, epoch: int) -> QuerySet[Job]:
     """The fence: the row is still running, held by this worker, at this epoch."""
-    return _jobs().filter(
-        id=job_id, state=JobState.RUNNING, worker_id=worker_id, lease_epoch=epoch
-    )
+    return _jobs().filter(id=job_id, state=JobState.RUNNING, worker_id=worker_id, lease_epoch=epoch)
 
 
 def renew_lease(job_id: int, worker_id: str, epoch: int, ttl: timedelta) -> None:
@@ -46,9 +44,7 @@ def renew_lease(job_id: int, worker_id: str, epoch: int, ttl: timedelta) -> None
         raise LeaseLost(job_id, worker_id, epoch)
 
 
-def renew_leases(
-    worker_id: str, leases: Iterable[tuple[int, int, timedelta]]
-) -> set[int]:
+def renew_leases(worker_id: str, leases: Iterable[tuple[int, int, timedelta]]) -> set[int]:
     """Renew many leases ``(job_id, epoch, ttl)`` held by one worker, one UPDATE
     per distinct ttl. Returns the ids whose lease was lost (not renewed)."""
     by_ttl: dict[timedelta, list[tuple[int, int]]] = {}
@@ -93,9 +89,7 @@ def reclaim_expired_leases(
         return []
     grace = unleased_grace if unleased_grace is not None else settings.unleased_reclaim_grace
     expired = Q(lease_expires_at__lt=Now())
-    silent_unleased = Q(lease_expires_at__isnull=True) & Q(
-        _silent_since__lt=db.now_minus(grace)
-    )
+    silent_unleased = Q(lease_expires_at__isnull=True) & Q(_silent_since__lt=db.now_minus(grace))
     with transaction.atomic(using=db.alias()):
         ids = list(
             _jobs()

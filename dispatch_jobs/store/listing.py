@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from django.db.models import Expression, Func, Q, QuerySet, TextField, Value
-from django.db.models.lookups import Exact
 from django.db.models.functions import Substr
+from django.db.models.lookups import Exact
 
 from ..conf import settings
 from ..cursor import decode_cursor, encode_cursor
@@ -34,7 +34,7 @@ def list_jobs(opts: ListOptions) -> Page:
     qs = _filtered(opts)
     if opts.cursor:
         position = decode_cursor(opts.cursor, CURSOR_SALT)
-        if len(position) != 1 or not isinstance(position[0], int):
+        if len(position) != 1 or type(position[0]) is not int:  # bool is no position
             raise InvalidCursor(opts.cursor, "it does not hold a job position")
         qs = qs.filter(id__lt=position[0])
     rows = list(qs.order_by("-id")[: limit + 1])

@@ -15,9 +15,7 @@ def pause_queue(name: str) -> None:
 
 
 def resume_queue(name: str) -> None:
-    QueueControl.objects.using(db.alias()).filter(name=name).update(
-        paused=False, updated_at=Now()
-    )
+    QueueControl.objects.using(db.alias()).filter(name=name).update(paused=False, updated_at=Now())
 
 
 def paused_queues() -> set[str]:

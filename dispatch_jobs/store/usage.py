@@ -44,7 +44,9 @@ def purge_usage(before: datetime, limit: int) -> int:
     if limit <= 0:
         return 0
     ids = list(
-        _usage().filter(recorded_at__lt=before).order_by("recorded_at", "id")
+        _usage()
+        .filter(recorded_at__lt=before)
+        .order_by("recorded_at", "id")
         .values_list("id", flat=True)[:limit]
     )
     if not ids:

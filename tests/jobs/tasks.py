@@ -1,1 +1,172 @@
 """Task functions the test-suite enqueues and runs."""
+
+# --- The worker's suite (tests/worker/). Side effects that must be seen across
+# processes go to files under a directory the test passes in.
+import os as _os
+import signal as _signal
+import time as _time
+from pathlib import Path as _Path
+
+from django.tasks import task as _task
+
+from dispatch_jobs.exceptions import Permanent as _Permanent
+from dispatch_jobs.scope import current_scope as _current_scope
+
+
+def _touch(directory: str, name: str, text: str = "") -> None:
+    with open(_Path(directory) / name, "a") as handle:
+        handle.write(text + "\n")
+
+
+@_task
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@_task
+def raise_value_error(message: str = "boom") -> None:
+    raise ValueError(message)
+
+
+@_task
+def raise_permanent(message: str = "gone") -> None:
+    raise _Permanent(message)
+
+
+@_task
+def fail_times(directory: str, key: str, failures: int) -> str:
+    """Fail ``failures`` times (counted in a file), then succeed."""
+    counter = _Path(directory) / f"{key}.count"
+    done = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(done + 1))
+    if done < failures:
+        raise RuntimeError(f"failure {done + 1} of {failures}")
+    return "ok"
+
+
+@_task
+def return_object() -> object:
+    return object()
+
+
+@_task
+def report_scope() -> dict:
+    current = _current_scope()
+    return {"app": current.app_id, "org": current.org_id}
+
+
+@_task(takes_context=True)
+def nap(context, seconds: float, directory: str = "") -> str:
+    """Sleep cooperatively; record the start, and the cancellation if observed."""
+    if directory:
+        _touch(directory, f"start-{context.job_id}")
+    try:
+        context.sleep(seconds)
+    except Exception as exc:
+        if directory:
+            _touch(directory, f"cancelled-{context.job_id}", type(exc).__name__)
+        raise
+    return "rested"
+
+
+@_task
+def busy_sleep(seconds: float) -> str:
+    """Ignore cancellation entirely (what in-process execution cannot stop)."""
+    _time.sleep(seconds)
+    return "done"
+
+
+@_task
+def kill_own_process() -> None:
+    """The poison job: takes its whole worker down, every time."""
+    _os.kill(_os.getpid(), _signal.SIGKILL)
+
+
+# --- The tasks backend's suite (tests/backend/): options, aliases, results.
+from datetime import timedelta as _timedelta  # noqa: E402
+
+from dispatch_jobs import task as _dj_task  # noqa: E402
+
+
+@_dj_task(name="greet-v1")
+def greet(name: str, punctuation: str = "!") -> str:
+    """Has a stable alias: rows store "greet-v1", not the import path."""
+    return f"Hello, {name}{punctuation}"
+
+
+@_dj_task(
+    max_retries=5,
+    timeout=_timedelta(seconds=30),
+    lease_ttl=_timedelta(seconds=20),
+    resources={"cpu": "500m", "memory": "2Gi", "fpga": 1},
+    resource_limits={"cpu": 1},
+    resource_class="highmem",
+    retry_backoff_base=2,
+    retry_backoff_cap=60,
+    permanent_exceptions=(KeyError,),
+)
+def sized(n: int) -> int:
+    """Declares every option."""
+    return n
+
+
+def _rows_resources(rows: int) -> dict[str, str]:
+    return {"memory": f"{rows}Mi"}
+
+
+@_dj_task(resources={"memory": "64Mi", "cpu": "250m"}, resource_func=_rows_resources)
+def import_rows(rows: int) -> int:
+    """Its memory requirement scales with its input (1 MiB per row, floor 64 MiB)."""
+    return rows
+
+
+@_dj_task(takes_context=True)
+def attempt_number(context, label: str = "") -> int:
+    return context.attempt
+
+
+@_dj_task
+async def async_add(a: int, b: int) -> int:
+    return a + b
+
+
+@_dj_task(queue_name="emails", priority=10)
+def send_email(to: str) -> str:
+    return f"sent to {to}"
+
+
+@_dj_task(permanent_exceptions=(KeyError,))
+def lookup(key: str) -> None:
+    """KeyError is declared permanent: the job fails at once, with no retry."""
+    raise KeyError(key)
+
+
+@_dj_task(max_retries=0)
+def fail_for_good(message: str = "no retries") -> None:
+    raise ValueError(message)
+
+
+@_task(takes_context=True)
+def hold(context, directory: str) -> str:
+    """Record the start, then wait (cooperatively) until ``directory/release``
+    exists; record a cancellation if one is observed."""
+    _touch(directory, f"start-{context.job_id}")
+    release = _Path(directory) / "release"
+    try:
+        while not release.exists():
+            context.sleep(0.05)
+    except Exception as exc:
+        _touch(directory, f"cancelled-{context.job_id}", type(exc).__name__)
+        raise
+    _touch(directory, f"done-{context.job_id}")
+    return "released"
+
+
+@_dj_task(
+    max_retries=3,
+    retry_backoff_base=_timedelta(milliseconds=200),
+    retry_backoff_cap=_timedelta(milliseconds=400),
+)
+def flaky(directory: str, key: str, failures: int) -> str:
+    """``fail_times`` with a fast, per-task backoff (base 200 ms, cap 400 ms)."""
+    return fail_times.call(directory, key, failures)

@@ -1,0 +1,309 @@
+"""The job admin: a keyset-paged, index-served list, a read-only detail page, and
+operator actions that go through the store.
+
+Jobs are never added or edited in a form: enqueue makes them, the worker and the
+store's operator actions change them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, timedelta
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.options import ShowFacets
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import path, reverse
+from django.utils.dateparse import parse_datetime
+from django.utils.http import urlencode
+
+from .. import store
+from ..conf import settings
+from ..models import Job, JobState, Usage
+from ..store import db
+from . import deadletter, filters, values
+from .actions import CHANGELIST_ACTIONS, JobActionsMixin
+from .paging import SORT_VAR, KeysetChangeList, KeysetPaginator, SortKey
+
+# The whitelist: each order is (key, id) in one direction, served by the index named.
+JOB_SORT_KEYS = (
+    SortKey("-id", "Newest first", None, True, "primary key"),
+    SortKey("id", "Oldest first", None, False, "primary key"),
+    SortKey("-priority", "Highest priority first", "priority", True, "dj_job_priority_id"),
+    SortKey(
+        "-completed_at",
+        "Recently finished first",
+        "completed_at",
+        True,
+        "dj_job_completed_id",
+        is_time=True,
+    ),
+)
+# Columns the list never shows; they can be large, so they are not fetched for it.
+_LIST_DEFERRED = ("payload", "return_value", "attempts", "last_error", "resources")
+
+
+@admin.register(Job)
+class JobAdmin(JobActionsMixin, admin.ModelAdmin):
+    list_display = (
+        "id",
+        "name",
+        "queue",
+        "state",
+        "priority",
+        "tries",
+        "run_at",
+        "created_at",
+        "completed_at",
+        "worker_id",
+    )
+    list_display_links = ("id", "name")
+    list_filter = (
+        filters.StateFilter,
+        filters.QueueFilter,
+        filters.TaskFilter,
+        filters.PriorityFilter,
+        filters.ScopeAppFilter,
+        filters.ScopeOrgFilter,
+        filters.WorkerFilter,
+        filters.EnqueuedFilter,
+        filters.FinishedFilter,
+        filters.SortFilter,
+    )
+    search_fields = ("name",)
+    search_help_text = (
+        "A task name prefix; #123 or 123 jumps to job 123; JSON such as "
+        '{"user_id": 7} (keyword arguments) or [7] (positional) finds jobs by '
+        "argument content (PostgreSQL only)."
+    )
+    sortable_by = ()
+    show_facets = ShowFacets.NEVER
+    show_full_result_count = False
+    actions = CHANGELIST_ACTIONS
+    sort_keys = JOB_SORT_KEYS
+    change_list_template = "dispatch_jobs/admin/job/change_list.html"
+    change_form_template = "dispatch_jobs/admin/job/detail.html"
+
+    @property
+    def list_per_page(self) -> int:  # type: ignore[override]
+        return settings.list_page_size
+
+    @admin.display(description="tries")
+    def tries(self, job: Job) -> str:
+        return f"{job.retry_count}/{job.max_retries}"
+
+    # --- Permissions: read-only rows; each action has its own permission.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        if obj is not None and obj.state == JobState.RUNNING:
+            return False  # a worker holds it
+        return super().has_delete_permission(request, obj)
+
+    def delete_model(self, request: HttpRequest, obj: Job) -> None:
+        store.delete_jobs([obj.pk])
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        store.delete_jobs(queryset.values_list("id", flat=True))
+
+    # --- The list.
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        context = {"bulk_cap": f"{settings.admin_bulk_cap:,}", **(extra_context or {})}
+        return super().changelist_view(request, context)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
+        return Job.objects.using(db.alias()).all()
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[KeysetChangeList]:
+        return KeysetChangeList
+
+    def get_sort_key(self, request: HttpRequest) -> SortKey:
+        wanted = request.GET.get(SORT_VAR, "")
+        return next((key for key in self.sort_keys if key.value == wanted), self.sort_keys[0])
+
+    # By design not a Paginator (it never counts), hence the override.
+    def get_paginator(  # type: ignore[override]
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Job],
+        per_page: int,
+        orphans: int = 0,
+        allow_empty_first_page: bool = True,
+    ) -> KeysetPaginator:
+        return KeysetPaginator(
+            queryset.defer(*_LIST_DEFERRED), per_page, self.get_sort_key(request)
+        )
+
+    def lookup_allowed(self, lookup: str, value: str, request: Any = None) -> bool:
+        # Only the declared filters' own parameters: no ad-hoc ?payload__icontains=
+        # that no index serves.
+        return lookup in {spec.parameter_name for spec in self.list_filter}
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Job], search_term: str
+    ) -> tuple[QuerySet[Job], bool]:
+        term = search_term.strip()
+        if not term:
+            return queryset, False
+        digits = term.removeprefix("#")
+        if digits.isdigit():
+            return queryset.filter(id=int(digits)), False
+        if term[0] in "{[":
+            return self._argument_search(request, queryset, term), False
+        return queryset.filter(name__startswith=term), False
+
+    def _argument_search(
+        self, request: HttpRequest, queryset: QuerySet[Job], term: str
+    ) -> QuerySet[Job]:
+        if db.vendor() != "postgresql":
+            messages.warning(
+                request,
+                "Searching by argument content needs PostgreSQL (an indexed JSON "
+                "containment query); this database has no such index.",
+            )
+            return queryset.none()
+        try:
+            wanted = json.loads(term)
+        except ValueError as exc:
+            messages.error(request, f"That search is not valid JSON ({exc}).")
+            return queryset.none()
+        if isinstance(wanted, list):
+            wanted = {"args": wanted}
+        elif not set(wanted) <= {"args", "kwargs"}:
+            wanted = {"kwargs": wanted}
+        return queryset.filter(payload__contains=wanted)
+
+    # --- Extra pages: actions, full values, dead letter.
+    def get_urls(self) -> list[Any]:
+        wrap = self.admin_site.admin_view
+        return [
+            path(
+                "action/<str:name>/",
+                wrap(self.action_view),
+                name="dispatch_jobs_job_action",
+            ),
+            path(
+                "<int:object_id>/value/<str:field>/",
+                wrap(self.value_view),
+                name="dispatch_jobs_job_value",
+            ),
+            path(
+                "dead-letter/",
+                wrap(self.deadletter_view),
+                name="dispatch_jobs_job_deadletter",
+            ),
+            path(
+                "dead-letter/retry/",
+                wrap(self.deadletter_retry_view),
+                name="dispatch_jobs_job_deadletter_retry",
+            ),
+            *super().get_urls(),
+        ]
+
+    def value_view(self, request: HttpRequest, object_id: int, field: str) -> HttpResponse:
+        """The whole (redacted) value as plain text: never rendered as HTML."""
+        job = self.get_object(request, str(object_id))
+        if job is None or field not in values.FIELDS:
+            raise Http404("No such job or value.")
+        if not self.has_view_permission(request, job):
+            raise PermissionDenied
+        response = HttpResponse(
+            values.full_text(job, field), content_type="text/plain; charset=utf-8"
+        )
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
+
+    def deadletter_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return deadletter.render(self, request)
+
+    def deadletter_retry_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_retry_permission(request):
+            raise PermissionDenied
+        return deadletter.confirm_group_retry(self, request)
+
+    # --- The detail page.
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        job = self.get_object(request, object_id)
+        context = dict(extra_context or {})
+        if job is not None:
+            context.update(self.detail_context(request, job))
+        return super().change_view(request, object_id, form_url, context)
+
+    def detail_context(self, request: HttpRequest, job: Job) -> dict[str, Any]:
+        now = db.database_now()
+        lease_left = None
+        if job.state == JobState.RUNNING and job.lease_expires_at is not None:
+            lease_left = max(job.lease_expires_at - now, timedelta(0))
+        replayed_by = Job.objects.using(db.alias()).filter(replay_of_id=job.pk).first()
+        here = reverse("admin:dispatch_jobs_job_change", args=[job.pk])
+        return {
+            "job": job,
+            "arguments": values.shown(job, "payload"),
+            "return_value": (
+                values.shown(job, "return_value") if job.return_value is not None else None
+            ),
+            "attempts": [_attempt(a) for a in (job.attempts or []) if isinstance(a, dict)],
+            "usages": list(
+                Usage.objects.using(db.alias())
+                .filter(job_id=job.pk)
+                .order_by("attempt", "id")[:100]
+            ),
+            "lease_left": lease_left,
+            "db_now": now,
+            "timeline": _timeline(job),
+            "replayed_by": replayed_by,
+            "job_actions": [
+                {"action": a, "url": _action_link(a.name, job.pk, here)}
+                for a in self.allowed_actions(request, job)
+                if not (a.name == "retry" and replayed_by is not None)  # once only
+            ],
+        }
+
+
+def _action_link(name: str, job_id: int, next_url: str) -> str:
+    query = urlencode({"ids": str(job_id), "next": next_url})
+    return f"{reverse('admin:dispatch_jobs_job_action', args=[name])}?{query}"
+
+
+def _attempt(raw: dict[str, Any]) -> dict[str, Any]:
+    """An attempt record with only the keys the page shows (all as plain text)."""
+    keys = ("attempt", "status", "worker_id", "exception_class", "message", "traceback")
+    shown = {key: raw.get(key, "") for key in keys}
+    shown["started_at"] = raw.get("started_at", "")
+    shown["finished_at"] = raw.get("finished_at", raw.get("at", ""))
+    return shown
+
+
+def _timeline(job: Job) -> list[tuple[str, Any]]:
+    events: list[tuple[str, Any]] = [
+        ("Enqueued", job.created_at),
+        ("Due (run at)", job.run_at),
+        ("Last started", job.started_at),
+        ("Last heartbeat", job.heartbeat_at),
+        ("Finished", job.completed_at),
+        ("Last updated", job.updated_at),
+    ]
+    for attempt in job.attempts or []:
+        at = attempt.get("finished_at", attempt.get("at")) if isinstance(attempt, dict) else None
+        when = parse_datetime(at) if isinstance(at, str) else None
+        if when is not None:
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+            label = f"Attempt {attempt.get('attempt', '?')} {attempt.get('status', '')}"
+            events.append((label.strip(), when))
+    return sorted(((label, at) for label, at in events if at), key=lambda event: event[1])

@@ -1,0 +1,187 @@
+"""The queues view: per queue, how much is waiting and how late, and pause/resume.
+
+Registered on ``QueueControl`` (the small table of paused queues), so it appears
+in the admin index as "Queue controls". A paused queue is skipped by every claim
+(``store.claim_jobs``); jobs can still be enqueued into it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, cast
+
+from django.conf import settings as django_settings
+from django.contrib import admin, messages
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q
+from django.db.models.functions import Now
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.views.decorators.http import require_POST
+
+from .. import store
+from ..conf import settings
+from ..models import READY_STATES, Job, JobState, QueueControl, Worker
+from ..store import db
+from .paging import bounded_count
+from .safety import QueryTooBroad, bounded_queries
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """What the admin knows of queues and workers without reading the jobs table."""
+
+    queues: list[str]
+    worker_ids: list[str]
+
+
+def fleet(request: HttpRequest | None = None) -> Fleet:
+    """Known queues (``default``, each dispatch_jobs backend's QUEUES in TASKS,
+    queues live workers serve, queues with a control row) and worker ids: two
+    small-table queries, done once per request (the filters share them)."""
+    cached = getattr(request, "_dispatch_jobs_fleet", None)
+    if cached is not None:
+        return cast(Fleet, cached)
+    names = {"default"}
+    for config in getattr(django_settings, "TASKS", {}).values():
+        if "dispatch_jobs" in str(config.get("BACKEND", "")):
+            names.update(str(q) for q in config.get("QUEUES", []) or [])
+    names.update(QueueControl.objects.using(db.alias()).values_list("name", flat=True))
+    workers = list(Worker.objects.using(db.alias()).order_by("id").values_list("id", "queues"))
+    for _, queues in workers:
+        names.update(str(q) for q in queues or [])
+    result = Fleet(sorted(names), [worker_id for worker_id, _ in workers])
+    if request is not None:
+        request._dispatch_jobs_fleet = result  # type: ignore[attr-defined]
+    return result
+
+
+def known_queues() -> list[str]:
+    return fleet().queues
+
+
+@dataclass
+class QueueRow:
+    name: str
+    paused: bool
+    ready: int | None
+    scheduled: int | None
+    running: int | None
+    failed: int | None
+    oldest_ready_age: timedelta | None
+
+    @property
+    def oldest_ready(self) -> str:
+        """The age to whole seconds ("0:03:07"), or "" when nothing is ready."""
+        if self.oldest_ready_age is None:
+            return ""
+        return str(timedelta(seconds=int(self.oldest_ready_age.total_seconds())))
+
+
+def queue_rows() -> list[QueueRow]:
+    """One row per known queue. Counts are bounded probes (None: over the
+    threshold), each served by an index on (state, ...) or (queue, ...)."""
+    paused = store.paused_queues()
+    threshold = settings.admin_count_threshold
+    now = db.database_now()
+    jobs = Job.objects.using(db.alias())
+    rows = []
+    for name in known_queues():
+        in_queue = jobs.filter(queue=name)
+        ready = in_queue.filter(state__in=READY_STATES, run_at__lte=Now())
+        oldest = ready.order_by("run_at").values_list("run_at", flat=True).first()
+        rows.append(
+            QueueRow(
+                name=name,
+                paused=name in paused,
+                ready=bounded_count(ready, threshold),
+                scheduled=bounded_count(
+                    in_queue.filter(Q(state__in=READY_STATES) & Q(run_at__gt=Now())), threshold
+                ),
+                running=bounded_count(in_queue.filter(state=JobState.RUNNING), threshold),
+                failed=bounded_count(in_queue.filter(state=JobState.FAILED), threshold),
+                oldest_ready_age=max(now - oldest, timedelta(0)) if oldest else None,
+            )
+        )
+    return rows
+
+
+@admin.register(QueueControl)
+class QueueControlAdmin(admin.ModelAdmin):
+    """Read-only overview with pause/resume buttons (``pause_queue`` permission)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_pause_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("dispatch_jobs.pause_queue")
+
+    def get_urls(self) -> list[Any]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("pause/", wrap(self.pause_view), name="dispatch_jobs_queue_pause"),
+            path("resume/", wrap(self.resume_view), name="dispatch_jobs_queue_resume"),
+            *super().get_urls(),
+        ]
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        threshold = settings.admin_count_threshold
+        try:
+            with bounded_queries():
+                rows = queue_rows()
+        except QueryTooBroad as exc:
+            messages.warning(request, str(exc))
+            rows = []
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Queues",
+            "opts": self.opts,
+            "rows": rows,
+            "threshold": f"{threshold:,}+",
+            "can_pause": self.has_pause_permission(request),
+        }
+        return TemplateResponse(request, "dispatch_jobs/admin/queues.html", context)
+
+    def pause_view(self, request: HttpRequest) -> HttpResponse:
+        return self._switch(request, paused=True)
+
+    def resume_view(self, request: HttpRequest) -> HttpResponse:
+        return self._switch(request, paused=False)
+
+    def _switch(self, request: HttpRequest, *, paused: bool) -> HttpResponse:
+        return require_POST(self._switch_post)(request, paused=paused)
+
+    def _switch_post(self, request: HttpRequest, *, paused: bool) -> HttpResponse:
+        if not self.has_pause_permission(request):
+            raise PermissionDenied
+        name = request.POST.get("queue", "").strip()
+        if not name or len(name) > 100:
+            messages.error(request, "Name a queue of at most 100 characters.")
+        else:
+            (store.pause_queue if paused else store.resume_queue)(name)
+            verb = "Paused" if paused else "Resumed"
+            control = QueueControl.objects.using(db.alias()).filter(name=name).first()
+            if control is not None:
+                LogEntry.objects.log_actions(
+                    user_id=cast(int, request.user.pk),
+                    queryset=[control],
+                    action_flag=CHANGE,
+                    change_message=f"{verb} queue {name!r}.",
+                )
+            messages.success(
+                request,
+                f"{verb} queue {name!r}: workers "
+                + ("skip it until it is resumed." if paused else "claim from it again."),
+            )
+        return HttpResponseRedirect(reverse("admin:dispatch_jobs_queuecontrol_changelist"))

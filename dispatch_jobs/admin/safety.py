@@ -1,0 +1,66 @@
+"""Keeping admin list queries from pinning the database.
+
+On PostgreSQL every admin list query runs under ``statement_timeout``
+(``DISPATCH_JOBS['ADMIN_STATEMENT_TIMEOUT']``). A query that is cancelled
+becomes ``QueryTooBroad``, which the views turn into a friendly message asking
+the operator to narrow the filter, instead of an error page or a database busy
+for minutes. SQLite and MariaDB have no per-transaction statement timeout that
+also covers lock waits, so there the queries run unbounded (they are all
+index-served and LIMITed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import OperationalError, connections, transaction
+
+from ..conf import settings
+from ..store import db
+
+# PostgreSQL's SQLSTATE for "canceling statement due to statement timeout".
+_QUERY_CANCELED = "57014"
+
+
+class QueryTooBroad(Exception):
+    """An admin query ran past the statement timeout and was cancelled."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"This view asked the database for more than it could answer in {seconds:g} s, "
+            "so the query was stopped. Narrow the filter (a state, a queue, a task or a "
+            "time range) and try again."
+        )
+
+
+def _timed_out(exc: BaseException) -> bool:
+    cause = exc.__cause__
+    return getattr(cause, "sqlstate", None) == _QUERY_CANCELED
+
+
+@contextmanager
+def bounded_queries() -> Iterator[None]:
+    """Run the block's queries under the admin statement timeout (PostgreSQL).
+
+    The timeout is set with ``set_config(..., is_local => true)`` inside a
+    transaction, so it ends with that transaction and never leaks onto the
+    connection's later queries (a worker or another request sharing it).
+    """
+    alias = db.alias()
+    if connections[alias].vendor != "postgresql":
+        yield
+        return
+    timeout = settings.admin_statement_timeout
+    milliseconds = max(1, int(timeout.total_seconds() * 1000))
+    try:
+        with transaction.atomic(using=alias):
+            with connections[alias].cursor() as cursor:
+                cursor.execute(
+                    "SELECT set_config('statement_timeout', %s, true)", [str(milliseconds)]
+                )
+            yield
+    except OperationalError as exc:
+        if _timed_out(exc):
+            raise QueryTooBroad(timeout.total_seconds()) from exc
+        raise

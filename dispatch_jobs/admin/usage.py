@@ -1,0 +1,167 @@
+"""Usage: the per-attempt records, as a keyset-paged list, and a per-task summary
+(count, failure rate, p50/p95 wall time) over a time window.
+
+The summary reads the window's newest ``ADMIN_SCAN_CAP`` records through the
+recorded_at index and computes percentiles in Python, the same on every
+database (SQLite and MariaDB have no percentile aggregate).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.options import ShowFacets
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path
+
+from ..conf import settings
+from ..models import JobState, Usage
+from ..store import db
+from .paging import KeysetChangeList, KeysetPaginator, SortKey
+from .safety import QueryTooBroad, bounded_queries
+
+USAGE_SORT_KEYS = (SortKey("-id", "Newest first", None, True, "primary key"),)
+WINDOWS = {
+    "1h": ("Last hour", timedelta(hours=1)),
+    "24h": ("Last 24 hours", timedelta(days=1)),
+    "7d": ("Last 7 days", timedelta(days=7)),
+    "30d": ("Last 30 days", timedelta(days=30)),
+}
+DEFAULT_WINDOW = "24h"
+
+
+@dataclass
+class TaskUsage:
+    name: str
+    count: int
+    failures: int
+    p50: timedelta
+    p95: timedelta
+
+    @property
+    def failure_rate(self) -> float:
+        return self.failures / self.count if self.count else 0.0
+
+
+def percentile(ordered: list[timedelta], fraction: float) -> timedelta:
+    """Nearest-rank percentile of an ascending, non-empty list."""
+    rank = max(1, -(-len(ordered) * fraction // 1))  # ceil without float drift
+    return ordered[min(int(rank), len(ordered)) - 1]
+
+
+def usage_summary(window: timedelta, scan_cap: int) -> tuple[list[TaskUsage], bool]:
+    """Per task over the last ``window`` (database clock), busiest first, and
+    whether the scan cap cut it short."""
+    rows = list(
+        Usage.objects.using(db.alias())
+        .filter(recorded_at__gte=db.now_minus(window))
+        .order_by("-recorded_at")
+        .values_list("name", "status", "wall_time")[: scan_cap + 1]
+    )
+    capped = len(rows) > scan_cap
+    by_task: dict[str, tuple[list[timedelta], list[int]]] = {}
+    for name, status, wall in rows[:scan_cap]:
+        times, failures = by_task.setdefault(name, ([], [0]))
+        times.append(wall)
+        if status != JobState.COMPLETED:
+            failures[0] += 1
+    summary = []
+    for name, (times, failures) in by_task.items():
+        times.sort()
+        summary.append(
+            TaskUsage(
+                name, len(times), failures[0], percentile(times, 0.5), percentile(times, 0.95)
+            )
+        )
+    summary.sort(key=lambda t: (-t.count, t.name))
+    return summary, capped
+
+
+@admin.register(Usage)
+class UsageAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "name",
+        "job_id",
+        "attempt",
+        "status",
+        "wall_time",
+        "cpu_time",
+        "peak_rss",
+        "worker_id",
+        "recorded_at",
+    )
+    sortable_by = ()
+    show_facets = ShowFacets.NEVER
+    show_full_result_count = False
+    sort_keys = USAGE_SORT_KEYS
+    change_list_template = "dispatch_jobs/admin/usage/change_list.html"
+
+    @property
+    def list_per_page(self) -> int:  # type: ignore[override]
+        return settings.list_page_size
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # retention (purge_usage) removes records, not operators
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Usage]:
+        return Usage.objects.using(db.alias()).all()
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[KeysetChangeList]:
+        return KeysetChangeList
+
+    def get_sort_key(self, request: HttpRequest) -> SortKey:
+        return self.sort_keys[0]
+
+    # By design not a Paginator (it never counts), hence the override.
+    def get_paginator(  # type: ignore[override]
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Usage],
+        per_page: int,
+        orphans: int = 0,
+        allow_empty_first_page: bool = True,
+    ) -> KeysetPaginator:
+        return KeysetPaginator(queryset, per_page, self.get_sort_key(request))
+
+    def get_urls(self) -> list[Any]:
+        wrap = self.admin_site.admin_view
+        return [
+            path("summary/", wrap(self.summary_view), name="dispatch_jobs_usage_summary"),
+            *super().get_urls(),
+        ]
+
+    def summary_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        key = request.GET.get("window", DEFAULT_WINDOW)
+        key = key if key in WINDOWS else DEFAULT_WINDOW
+        scan_cap = settings.admin_scan_cap
+        try:
+            with bounded_queries():
+                rows, capped = usage_summary(WINDOWS[key][1], scan_cap)
+        except QueryTooBroad as exc:
+            messages.warning(request, str(exc))
+            rows, capped = [], False
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Usage by task: {WINDOWS[key][0].lower()}",
+            "opts": self.opts,
+            "rows": rows,
+            "capped": capped,
+            "scan_cap": f"{scan_cap:,}",
+            "windows": [(k, label, k == key) for k, (label, _) in WINDOWS.items()],
+        }
+        return TemplateResponse(request, "dispatch_jobs/admin/usage/summary.html", context)

@@ -1,0 +1,80 @@
+"""The workers view: every registered worker, whether it is still heard from,
+and the jobs it holds right now."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+
+from ..conf import settings
+from ..models import Job, JobState, Worker
+from ..store import db
+
+# Three missed heartbeats and a worker is flagged as stale (it may have died;
+# reclaim will hand its jobs back when their leases expire).
+STALE_AFTER_BEATS = 3
+
+
+@dataclass
+class WorkerRow:
+    worker: Worker
+    silent_for: timedelta
+    stale: bool
+    held: list[Job]
+
+
+def worker_rows() -> list[WorkerRow]:
+    """Workers with their held jobs: two queries, the second bounded by the
+    workers' concurrency (running jobs only, through the worker index)."""
+    now = db.database_now()
+    stale_after = settings.heartbeat_interval * STALE_AFTER_BEATS
+    workers = list(Worker.objects.using(db.alias()).order_by("hostname", "id"))
+    held: dict[str, list[Job]] = {w.id: [] for w in workers}
+    limit = sum(max(w.concurrency, 1) for w in workers) * 2 + 100
+    jobs = (
+        Job.objects.using(db.alias())
+        .filter(state=JobState.RUNNING, worker_id__in=list(held))
+        .only("id", "name", "queue", "worker_id", "lease_epoch", "lease_expires_at")
+        .order_by("worker_id", "id")[:limit]
+    )
+    for job in jobs:
+        held[job.worker_id].append(job)
+    rows = []
+    for worker in workers:
+        silent = timedelta(
+            seconds=int(max(now - worker.last_seen_at, timedelta(0)).total_seconds())
+        )
+        rows.append(WorkerRow(worker, silent, silent > stale_after, held[worker.id]))
+    return rows
+
+
+@admin.register(Worker)
+class WorkerAdmin(admin.ModelAdmin):
+    """Read-only: workers register and deregister themselves."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Workers",
+            "opts": self.opts,
+            "rows": worker_rows(),
+            "stale_after": settings.heartbeat_interval * STALE_AFTER_BEATS,
+        }
+        return TemplateResponse(request, "dispatch_jobs/admin/workers.html", context)

@@ -1,0 +1,85 @@
+"""``manage.py runjobs``: run a dispatch_jobs worker. Thin: parse and validate the
+arguments, then hand over to ``dispatch_jobs.worker.pool.Pool``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from dispatch_jobs.worker.config import WorkerConfigError, build_config
+
+VERBOSITY_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
+
+
+class Command(BaseCommand):
+    help = (
+        "Run a worker: claim ready jobs under fenced leases and run them. SIGTERM or "
+        "SIGINT drains gracefully (a second signal hands running jobs back at once). "
+        "Defaults come from settings.DISPATCH_JOBS."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--queue",
+            action="append",
+            dest="queues",
+            metavar="NAME",
+            help="A queue to claim from (repeatable, or comma-separated). "
+            "Default: DISPATCH_JOBS['WORKER_QUEUES'].",
+        )
+        parser.add_argument("--concurrency", help="Jobs run at once (threads). Default 4.")
+        parser.add_argument(
+            "--budget", help="Capacity offered to claims, e.g. cpu=4,memory=8Gi,gpu=1,fpga=1."
+        )
+        parser.add_argument("--lease-ttl", help="Lease length, e.g. 30 or 30s (default 30s).")
+        parser.add_argument("--heartbeat", help="Lease renewal interval (default 10s).")
+        parser.add_argument("--poll-interval", help="First idle poll delay (default 1s).")
+        parser.add_argument("--max-poll-interval", help="Longest idle poll delay (default 5s).")
+        parser.add_argument(
+            "--burst", action="store_true", help="Run what is ready now, then exit."
+        )
+        parser.add_argument("--max-jobs", help="Exit after running this many jobs.")
+        parser.add_argument("--worker-id", help="This worker's id (default host:pid:random).")
+        parser.add_argument(
+            "--shutdown-grace", help="Wait this long for running jobs on SIGTERM (default 30s)."
+        )
+        parser.add_argument(
+            "--max-evictions", help="Fail a job evicted more than this many times (default 5)."
+        )
+        parser.add_argument(
+            "--maintenance-interval", help="Maintenance tick, incl. lease reclaim (default 5s)."
+        )
+        parser.add_argument(
+            "--no-maintenance",
+            action="store_true",
+            help="Never take part in the maintenance election.",
+        )
+        parser.add_argument("--summary-interval", help="Summary log interval (default 60s).")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            config = build_config(options)
+        except WorkerConfigError as exc:
+            raise CommandError(str(exc)) from exc
+        self._configure_logging(int(options.get("verbosity", 1)))
+        from dispatch_jobs.worker.pool import Pool
+
+        pool = Pool(config)
+        pool.shutdown.install()
+        try:
+            pool.run()
+        finally:
+            pool.shutdown.restore()
+
+    def _configure_logging(self, verbosity: int) -> None:
+        """Make the worker's logs visible unless the project configured them."""
+        logger = logging.getLogger("dispatch_jobs")
+        logger.setLevel(VERBOSITY_LEVELS.get(verbosity, logging.DEBUG))
+        if not logger.handlers and not logging.getLogger().handlers:
+            handler = logging.StreamHandler()  # stderr
+            handler.setFormatter(
+                logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+            )
+            logger.addHandler(handler)

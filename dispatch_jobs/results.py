@@ -1,0 +1,146 @@
+"""From a job row to Django's ``TaskResult``.
+
+``Job.attempts`` is the worker's log, one dict per finished attempt::
+
+    {"attempt": 1, "worker_id": "host:123:ab", "status": "failed",
+     "exception_class": "builtins.ValueError", "message": "...", "traceback": "...",
+     "started_at": "2026-01-01T10:00:00+00:00", "finished_at": "..."}
+
+From it: ``worker_ids`` (one per attempt, plus the current holder while running),
+``errors`` (one ``TaskError`` per attempt that did not complete), and the start
+times. Status follows DESIGN.md: pending/retrying → READY, running → RUNNING,
+completed → SUCCESSFUL, failed/cancelled → FAILED.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from . import compat
+
+if TYPE_CHECKING:
+    from .models import Job
+
+STATUS_BY_STATE: dict[str, compat.TaskResultStatus] = {
+    "pending": compat.TaskResultStatus.READY,
+    "retrying": compat.TaskResultStatus.READY,
+    "running": compat.TaskResultStatus.RUNNING,
+    "completed": compat.TaskResultStatus.SUCCESSFUL,
+    "failed": compat.TaskResultStatus.FAILED,
+    "cancelled": compat.TaskResultStatus.FAILED,
+}
+_COMPLETED = "completed"
+# Shown for an attempt that failed without a Python exception (a lost process).
+_UNKNOWN_EXCEPTION = {"timeout": "builtins.TimeoutError"}
+_DEFAULT_EXCEPTION = "builtins.Exception"
+
+
+def parse_result_id(result_id: object) -> int | None:
+    """A job id from a result id: a decimal string or an int, else ``None``."""
+    if isinstance(result_id, bool):
+        return None
+    if isinstance(result_id, int):
+        return result_id if result_id > 0 else None
+    if isinstance(result_id, str) and result_id.isascii() and result_id.isdigit():
+        value = int(result_id)
+        return value if 0 < value < 2**63 else None
+    return None
+
+
+def status_of(state: str) -> compat.TaskResultStatus:
+    return STATUS_BY_STATE[state]
+
+
+def task_for_job(task: compat.Task, job: Job, backend_alias: str) -> compat.Task:
+    """The task as this job was enqueued: the row's queue, priority and run time."""
+    changes: dict[str, Any] = {}
+    if task.backend != backend_alias:
+        changes["backend"] = backend_alias
+    if job.queue != task.queue_name:
+        changes["queue_name"] = job.queue
+    if job.priority != task.priority:
+        changes["priority"] = job.priority
+    if not changes:
+        return task
+    try:
+        return dataclasses.replace(task, **changes)
+    except compat.InvalidTask:
+        # The configuration changed since (a queue was removed): show the task as
+        # defined rather than refuse to report on a row that exists.
+        return task
+
+
+def job_to_result(job: Job, task: compat.Task, backend_alias: str) -> compat.TaskResult:
+    """Map a job row onto a ``TaskResult`` of ``task``."""
+    attempts = list(_attempts(job.attempts))
+    status = status_of(job.state)
+    worker_ids = [str(a.get("worker_id") or "") for a in attempts]
+    if job.state == "running" and job.worker_id:
+        worker_ids.append(job.worker_id)
+    starts = [t for t in (_when(a.get("started_at")) for a in attempts) if t is not None]
+    if job.state == "running" and job.started_at is not None:
+        starts.append(job.started_at)
+    first_start = min(starts) if starts else job.started_at
+    last_start = max(starts) if starts else job.started_at
+    finished = status in (compat.TaskResultStatus.SUCCESSFUL, compat.TaskResultStatus.FAILED)
+    result: compat.TaskResult[..., Any] = compat.TaskResult(
+        task=task_for_job(task, job, backend_alias),
+        id=str(job.pk),
+        status=status,
+        enqueued_at=_aware(job.created_at),
+        started_at=first_start,
+        finished_at=job.completed_at if finished else None,
+        last_attempted_at=last_start,
+        args=job.args,
+        kwargs=job.kwargs,
+        backend=backend_alias,
+        errors=[_error(a) for a in attempts if a.get("status") != _COMPLETED],
+        worker_ids=worker_ids,
+    )
+    if status == compat.TaskResultStatus.SUCCESSFUL:
+        # TaskResult is frozen; its own backends set the return value this way too.
+        object.__setattr__(result, "_return_value", job.return_value)
+    return result
+
+
+def _attempts(value: object) -> Sequence[Mapping[str, Any]]:
+    if not isinstance(value, list):
+        return []
+    return [item for item in value if isinstance(item, Mapping)]
+
+
+def _error(attempt: Mapping[str, Any]) -> compat.TaskError:
+    status = str(attempt.get("status") or "")
+    path = str(attempt.get("exception_class") or "") or _UNKNOWN_EXCEPTION.get(
+        status, _DEFAULT_EXCEPTION
+    )
+    traceback = str(attempt.get("traceback") or "") or str(attempt.get("message") or status)
+    return compat.TaskError(exception_class_path=path, traceback=traceback)
+
+
+def _when(value: object) -> datetime | None:
+    """An attempt's timestamp, in the same awareness as the model's datetimes so the
+    two can be compared."""
+    if isinstance(value, str) and value:
+        try:
+            value = parse_datetime(value)
+        except ValueError:
+            return None
+    if not isinstance(value, datetime):
+        return None
+    if settings.USE_TZ and timezone.is_naive(value):
+        return timezone.make_aware(value, UTC)
+    if not settings.USE_TZ and timezone.is_aware(value):
+        return timezone.make_naive(value)
+    return value
+
+
+def _aware(value: object) -> datetime | None:
+    return value if isinstance(value, datetime) else None

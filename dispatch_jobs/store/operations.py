@@ -1,0 +1,202 @@
+"""Operator actions on jobs: replay, cancel, run now, delete.
+
+Each takes job ids and returns an ``OperationReport``: which jobs it changed and
+which it skipped, with the reason for each skip. None of them ever touches a
+running job's lease columns; a job a worker holds is skipped, not overwritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.db.models.functions import Now
+
+from ..models import READY_STATES, Job, JobState
+from . import db
+from .enqueue import enqueue_job
+
+REPLAYABLE_STATES = (JobState.FAILED, JobState.CANCELLED)
+
+# The columns a replay copies: what the job is and how it runs, never what
+# happened to the original (attempts, errors, lease, timestamps).
+REPLAY_COPIED_FIELDS = (
+    "name",
+    "queue",
+    "payload",
+    "priority",
+    "max_retries",
+    "scope_app_id",
+    "scope_org_id",
+    "timeout",
+    "artifact_bindings",
+    "resources",
+    "resource_limits",
+    "resource_class",
+    "execution",
+    "input_bytes",
+    "primary_input_hash",
+    "lease_ttl",
+)
+
+
+@dataclass
+class OperationReport:
+    """What an operator action did: ``done`` ids (for a replay: original id →
+    new job id in ``created``) and ``skipped`` ids with the reason for each."""
+
+    action: str
+    done: list[int] = field(default_factory=list)
+    skipped: dict[int, str] = field(default_factory=dict)
+    created: dict[int, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line for a person: counts, then the first few skip reasons."""
+        text = f"{self.action}: {len(self.done)} done, {len(self.skipped)} skipped"
+        if self.skipped:
+            shown = list(self.skipped.items())[:5]
+            reasons = "; ".join(f"#{job_id} {reason}" for job_id, reason in shown)
+            more = f"; and {len(self.skipped) - 5} more" if len(self.skipped) > 5 else ""
+            text += f" ({reasons}{more})"
+        return text + "."
+
+
+def _jobs() -> QuerySet[Job]:
+    return Job.objects.using(db.alias())
+
+
+def _unique_ids(job_ids: Iterable[int]) -> list[int]:
+    return sorted({int(job_id) for job_id in job_ids})
+
+
+def _explain_skips(report: OperationReport, ids: Iterable[int]) -> None:
+    """Fill ``report.skipped`` for the ids not done with why each was not touched."""
+    done = set(report.done)
+    left = [job_id for job_id in ids if job_id not in done]
+    states = dict(_jobs().filter(id__in=left).values_list("id", "state"))
+    for job_id in left:
+        state = states.get(job_id)
+        if state is None:
+            report.skipped[job_id] = "does not exist"
+        elif state in READY_STATES:
+            # Eligible by state but locked by a claim or another operator just now.
+            report.skipped[job_id] = "is busy (being claimed or changed); try again"
+        else:
+            report.skipped[job_id] = f"is {state}; only pending or retrying jobs qualify"
+
+
+def replay_jobs(job_ids: Iterable[int]) -> OperationReport:
+    """Retry failed or cancelled jobs as new pending jobs linked by ``replay_of``.
+
+    The original stays as it is (history is not rewritten). A job is replayed at
+    most once: ``replay_of`` is unique, so when two operators replay the same job
+    at the same moment one insert wins and the other is skipped as "already
+    retried" by the database, not by a check that could race.
+    """
+    report = OperationReport("retry")
+    ids = _unique_ids(job_ids)
+    originals = {job.id: job for job in _jobs().filter(id__in=ids)}
+    replayed = dict(
+        _jobs().filter(replay_of_id__in=list(originals)).values_list("replay_of_id", "id")
+    )
+    for job_id in ids:
+        original = originals.get(job_id)
+        if original is None:
+            report.skipped[job_id] = "does not exist"
+        elif original.state not in REPLAYABLE_STATES:
+            report.skipped[job_id] = (
+                f"is {original.state}; only failed or cancelled jobs can be retried"
+            )
+        elif job_id in replayed:
+            report.skipped[job_id] = f"already retried as #{replayed[job_id]}"
+        else:
+            _replay_one(original, report)
+    return report
+
+
+def _replay_one(original: Job, report: OperationReport) -> None:
+    copy = Job(**{name: getattr(original, name) for name in REPLAY_COPIED_FIELDS})
+    copy.replay_of_id = original.id
+    try:
+        # A savepoint of its own: a unique violation (a concurrent replay won)
+        # rolls back only this insert, even inside the caller's transaction.
+        with transaction.atomic(using=db.alias()):
+            enqueue_job(copy)
+    except IntegrityError:
+        winner = _jobs().filter(replay_of_id=original.id).values_list("id", flat=True).first()
+        report.skipped[original.id] = (
+            f"already retried as #{winner}" if winner else ("already retried")
+        )
+        return
+    report.done.append(original.id)
+    report.created[original.id] = copy.id
+
+
+def _change_ready_jobs(
+    action: str, job_ids: Iterable[int], changes: dict[str, object]
+) -> OperationReport:
+    """Apply ``changes`` to the ids that are pending or retrying, atomically.
+
+    The rows are locked with SKIP LOCKED before the UPDATE, and the UPDATE
+    repeats the state condition: a job a worker is claiming at this instant is
+    either skipped here or already running, never cancelled under the worker.
+    """
+    report = OperationReport(action)
+    ids = _unique_ids(job_ids)
+    with transaction.atomic(using=db.alias()):
+        locked = list(
+            _jobs()
+            .filter(id__in=ids, state__in=READY_STATES)
+            .select_for_update(skip_locked=True)
+            .values_list("id", flat=True)
+        )
+        if locked:
+            _jobs().filter(id__in=locked, state__in=READY_STATES).update(
+                **changes, updated_at=Now()
+            )
+    report.done = sorted(locked)
+    _explain_skips(report, ids)
+    return report
+
+
+def cancel_jobs(job_ids: Iterable[int]) -> OperationReport:
+    """Cancel pending or retrying jobs; any other state is skipped with its reason."""
+    return _change_ready_jobs(
+        "cancel", job_ids, {"state": JobState.CANCELLED, "completed_at": Now()}
+    )
+
+
+def run_jobs_now(job_ids: Iterable[int]) -> OperationReport:
+    """Make pending or retrying jobs due at once: run_at = the database's now."""
+    return _change_ready_jobs("run now", job_ids, {"run_at": Now()})
+
+
+def delete_jobs(job_ids: Iterable[int]) -> OperationReport:
+    """Delete jobs that are not running. A running job is skipped: its worker
+    holds a lease on it; cancel is not possible either, so wait for it to end."""
+    report = OperationReport("delete")
+    ids = _unique_ids(job_ids)
+    with transaction.atomic(using=db.alias()):
+        deletable = list(
+            _jobs()
+            .filter(id__in=ids)
+            .exclude(state=JobState.RUNNING)
+            .select_for_update(skip_locked=True)
+            .values_list("id", flat=True)
+        )
+        if deletable:
+            _jobs().filter(id__in=deletable).exclude(state=JobState.RUNNING).delete()
+    report.done = sorted(deletable)
+    ids_left = [job_id for job_id in ids if job_id not in deletable]
+    states = dict(_jobs().filter(id__in=ids_left).values_list("id", "state"))
+    for job_id in ids_left:
+        state = states.get(job_id)
+        if state is None:
+            report.skipped[job_id] = "does not exist"
+        elif state == JobState.RUNNING:
+            report.skipped[job_id] = "is running; a worker holds it"
+        else:
+            report.skipped[job_id] = "is busy (being changed); try again"
+    return report

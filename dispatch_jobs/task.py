@@ -1,0 +1,405 @@
+"""A job definition: a ``django.tasks`` Task carrying the seed's ``Options``.
+
+``DispatchTask`` is the backend's ``task_class``. Define jobs with ``@dispatch_jobs.task``
+(works the same on Django 6.0 and 6.1) or, on Django 6.1, with ``@django.tasks.task``,
+which forwards extra keyword arguments to the backend's ``task_class``::
+
+    @task(max_retries=5, timeout=timedelta(minutes=1), resources={"memory": "2Gi"})
+    def resize(image_id: int) -> None: ...
+
+Options are checked and resource quantities parsed into canonical units when the task
+is defined, so a typo fails at import time, not in a worker hours later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+
+from . import compat, names
+from .conf import settings
+from .exceptions import DispatchJobsError, InvalidResources
+from .resources import ResourceSet, default_limits, parse_resources
+from .scope import Scope, as_scope
+
+EXECUTION_IN_PROCESS = "in-process"
+# The isolation levels some worker can provide. A declared policy is a minimum, so
+# one no worker implements is refused at definition rather than run with less.
+EXECUTION_POLICIES = (EXECUTION_IN_PROCESS,)
+ALIAS_MAX = 255
+EXECUTION_MAX = 32
+RESOURCE_CLASS_MAX = 100
+
+# What ``using()`` accepts, besides nothing else: Django's four and the seed's three.
+PER_ENQUEUE_OPTIONS = (
+    "priority",
+    "queue_name",
+    "run_after",
+    "backend",
+    "resources",
+    "lease_ttl",
+    "scope",
+)
+
+
+class CanonicalResources(dict[str, int]):
+    """A resource set already parsed into canonical units.
+
+    ``dataclasses.replace`` (behind ``using()``) passes every field back through
+    ``__init__``; the marker stops already-canonical quantities being parsed a second
+    time (``2000`` millicores read as 2000 cpus).
+    """
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _TaskOptions(compat.Task):
+    """The seed's ``Options`` as Task fields; see ``DispatchTask``."""
+
+    # Retries after the first attempt before the job goes to ``failed`` (dead letter).
+    max_retries: int = field(default_factory=lambda: settings.default_max_retries)
+    # Longest one attempt may run; ``None`` means no limit.
+    timeout: timedelta | None = field(default_factory=lambda: settings.default_timeout)
+    # Liveness window of each lease renewal; ``None`` means the worker's default.
+    lease_ttl: timedelta | None = None
+    # Requests (the floor), canonical units. Readable units accepted: "2Gi", "500m".
+    resources: ResourceSet = field(default_factory=dict, hash=False)
+    # Enforcement ceiling. Unset incompressible keys default to the request.
+    resource_limits: ResourceSet = field(default_factory=dict, hash=False)
+    # Called once per enqueue, in the enqueuing process, with the job's arguments;
+    # returns a resource mapping that may raise the declared floor.
+    resource_func: Callable[..., Mapping[str, object] | None] | None = None
+    # Opaque class forwarded to the isolation backend.
+    resource_class: str = ""
+    # Minimum isolation the handler needs.
+    execution: str = EXECUTION_IN_PROCESS
+    # Stable name stored on rows instead of the import path (survives renames).
+    alias: str = ""
+    # Retry backoff: base * 2**retry, capped, with jitter. ``None``: worker defaults.
+    retry_backoff_base: timedelta | None = None
+    retry_backoff_cap: timedelta | None = None
+    # Exceptions that fail the job at once, with no retry (besides ``Permanent``).
+    permanent_exceptions: tuple[type[BaseException] | str, ...] = ()
+    # Per-enqueue overrides, set through ``using()`` only.
+    resource_overrides: ResourceSet = field(default_factory=dict, hash=False)
+    scope: Scope | None = None
+
+    def __post_init__(self) -> None:
+        _normalise(self)
+        # Explicit base call: zero-argument super() breaks in slots dataclasses.
+        compat.Task.__post_init__(self)
+        if self.alias:
+            try:
+                names.register_alias(self.alias, self.module_path)
+            except DispatchJobsError as exc:
+                raise compat.InvalidTask(f"Task {self.module_path}: {exc}") from exc
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(_TaskOptions))
+_DEFINITION_OPTIONS = sorted(
+    (_FIELDS - {"func", "run_after", "resource_overrides", "scope"}) | {"name"}
+)
+
+
+class DispatchTask(_TaskOptions):
+    """A task the dispatch_jobs backend runs, with the seed's job options.
+
+    Besides Django's ``priority``, ``queue_name``, ``backend`` and ``takes_context``:
+
+    ``max_retries`` (default ``DEFAULT_MAX_RETRIES``, 3), ``timeout`` (default
+    ``DEFAULT_TIMEOUT``, 5 minutes; a ``timedelta`` or seconds), ``lease_ttl``,
+    ``resources`` and ``resource_limits`` (``{"cpu": "500m", "memory": "2Gi"}``),
+    ``resource_func``, ``resource_class``, ``execution`` (``"in-process"``),
+    ``name``/``alias`` (a stable name stored on job rows), ``retry_backoff_base``,
+    ``retry_backoff_cap`` and ``permanent_exceptions``.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, **kwargs: Any) -> None:
+        func = kwargs.get("func")
+        if "name" in kwargs:
+            # ``name`` is Django's read-only property (the function's name); the
+            # stable alias is stored as ``alias``.
+            if kwargs.get("alias"):
+                raise compat.InvalidTask(f"Task {_describe(func)}: give name= or alias=, not both.")
+            kwargs["alias"] = kwargs.pop("name")
+        unknown = sorted(set(kwargs) - _FIELDS)
+        if unknown:
+            raise compat.InvalidTask(
+                f"Task {_describe(func)}: unknown option {', '.join(map(repr, unknown))}. "
+                f"Known options: {', '.join(_DEFINITION_OPTIONS)}."
+            )
+        super().__init__(**kwargs)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickle by reference to the module-level task (as Django 6.1 does; 6.0's
+        # Task cannot be pickled at all, since its function's name is the Task).
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values["func"] = self.module_path
+        return (_reconstruct, (type(self), values))
+
+    @property
+    def job_name(self) -> str:
+        """What job rows store: the stable alias when declared, else the import path."""
+        return self.alias or self.module_path
+
+    def using(
+        self,
+        *,
+        priority: int | None = None,
+        queue_name: str | None = None,
+        run_after: Any = None,
+        backend: str | None = None,
+        resources: Mapping[str, object] | None = None,
+        lease_ttl: timedelta | float | None = None,
+        scope: Scope | tuple[str, str] | Mapping[str, str] | None = None,
+        **unknown: Any,
+    ) -> DispatchTask:
+        """A copy with per-enqueue overrides: Django's four, plus ``resources``
+        (replaces the resolved requirement key by key), ``lease_ttl`` and ``scope``
+        (a ``Scope``, ``(app_id, org_id)`` or ``{"app_id": ..., "org_id": ...}``)."""
+        if unknown:
+            raise compat.InvalidTask(
+                f"Task {self.module_path}: unknown option "
+                f"{', '.join(map(repr, sorted(unknown)))} for using(). "
+                f"Known: {', '.join(PER_ENQUEUE_OPTIONS)}."
+            )
+        changes: dict[str, Any] = {}
+        for key, value in (
+            ("priority", priority),
+            ("queue_name", queue_name),
+            ("run_after", run_after),
+            ("backend", backend),
+            ("lease_ttl", lease_ttl),
+        ):
+            if value is not None:
+                changes[key] = value
+        if resources is not None:
+            parsed = _parse(self.func, "resources", resources)
+            changes["resource_overrides"] = CanonicalResources(
+                {**self.resource_overrides, **parsed}
+            )
+        if scope is not None:
+            changes["scope"] = _to_scope(self.func, scope)
+        return dataclasses.replace(self, **changes)
+
+    def resolve_resources(
+        self, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> tuple[ResourceSet, ResourceSet]:
+        """The seed's resolution, once, at enqueue: the declared floor, raised key by
+        key by ``resource_func(*args, **kwargs)``, then replaced key by key by the
+        per-enqueue override. Returns ``(requests, limits)`` in canonical units."""
+        requests = dict(self.resources)
+        if self.resource_func is not None:
+            try:
+                computed = self.resource_func(*args, **kwargs)
+            except Exception as exc:
+                raise compat.InvalidTask(
+                    f"Task {self.module_path}: resource_func raised {type(exc).__name__}: {exc}"
+                ) from exc
+            for key, amount in _parse(self.func, "resource_func result", computed).items():
+                requests[key] = max(requests.get(key, 0), amount)
+        requests.update(self.resource_overrides)
+        limits = default_limits(requests, self.resource_limits)
+        for key, limit in limits.items():
+            if key in requests and requests[key] > limit:
+                raise compat.InvalidTask(
+                    f"Task {self.module_path}: resource {key!r} requests {requests[key]} "
+                    f"but its limit is {limit} (canonical units)."
+                )
+        return requests, limits
+
+    def enqueue_many(
+        self, calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
+    ) -> list[compat.TaskResult]:
+        """Enqueue one job per ``(args, kwargs)`` pair in a single INSERT. Every call
+        is validated before any row is written."""
+        backend = self.get_backend()
+        pairs = [(list(args), dict(kwargs)) for args, kwargs in calls]
+        if hasattr(backend, "enqueue_many"):
+            return backend.enqueue_many(self, pairs)
+        return [backend.enqueue(self, args, kwargs) for args, kwargs in pairs]
+
+    async def aenqueue_many(
+        self, calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]]
+    ) -> list[compat.TaskResult]:
+        """See ``enqueue_many()``."""
+        pairs = list(calls)
+        return await sync_to_async(self.enqueue_many, thread_sensitive=True)(pairs)
+
+    def enqueue_on_commit(self, *args: Any, **kwargs: Any) -> None:
+        """Enqueue when the current transaction commits (never, if it rolls back).
+
+        The arguments are validated now, so a bad call fails here rather than inside
+        the commit. Outside a transaction the job is enqueued at once.
+        """
+        backend = self.get_backend()
+        if hasattr(backend, "validate_arguments"):
+            backend.validate_arguments(self, args, kwargs)
+        transaction.on_commit(partial(self.enqueue, *args, **kwargs), using=settings.database)
+
+
+def task(
+    function: Callable[..., Any] | None = None,
+    *,
+    priority: int = compat.DEFAULT_TASK_PRIORITY,
+    queue_name: str = compat.DEFAULT_TASK_QUEUE_NAME,
+    backend: str = compat.DEFAULT_TASK_BACKEND_ALIAS,
+    takes_context: bool = False,
+    **options: Any,
+) -> Any:
+    """Define a job: ``django.tasks.task`` plus the dispatch_jobs options.
+
+    Behaves the same on Django 6.0 (whose decorator takes no extra options) and 6.1.
+    Use as ``@task`` or ``@task(max_retries=5, name="send-email")``.
+    """
+    if "run_after" in options:
+        raise TypeError(
+            "run_after cannot be defined statically with the @task decorator. "
+            "Use .using(run_after=...) to set it dynamically."
+        )
+
+    def wrapper(func: Callable[..., Any]) -> Any:
+        task_class = compat.task_backends[backend].task_class
+        if options and not issubclass(task_class, DispatchTask):
+            raise compat.InvalidTask(
+                f"Task {_describe(func)}: backend {backend!r} does not run dispatch_jobs "
+                f"tasks, so options {', '.join(sorted(options))} cannot apply."
+            )
+        return task_class(
+            func=func,
+            priority=priority,
+            queue_name=queue_name,
+            backend=backend,
+            # Django 6.0's Task has no default for run_after; 6.1's default is None.
+            run_after=None,
+            takes_context=takes_context,
+            **options,
+        )
+
+    if function is not None:
+        return wrapper(function)
+    return wrapper
+
+
+def _reconstruct(cls: type[DispatchTask], values: dict[str, Any]) -> DispatchTask:
+    from django.utils.module_loading import import_string
+
+    values["func"] = import_string(values["func"]).func
+    return cls(**values)
+
+
+def _describe(func: object) -> str:
+    module = getattr(func, "__module__", None)
+    qualname = getattr(func, "__qualname__", None)
+    return f"{module}.{qualname}" if module and qualname else repr(func)
+
+
+def _normalise(t: _TaskOptions) -> None:
+    """Check every option and store it in its canonical form. Runs for every
+    instance, including the copies ``using()`` makes, so it must be idempotent."""
+    where = f"Task {_describe(t.func)}"
+    _set(t, "max_retries", _non_negative_int(where, "max_retries", t.max_retries))
+    _set(t, "timeout", _duration(where, "timeout", t.timeout))
+    _set(t, "lease_ttl", _duration(where, "lease_ttl", t.lease_ttl))
+    _set(t, "retry_backoff_base", _duration(where, "retry_backoff_base", t.retry_backoff_base))
+    _set(t, "retry_backoff_cap", _duration(where, "retry_backoff_cap", t.retry_backoff_cap))
+    base, cap = t.retry_backoff_base, t.retry_backoff_cap
+    if base is not None and cap is not None and cap < base:
+        raise compat.InvalidTask(
+            f"{where}: retry_backoff_cap ({cap}) is shorter than retry_backoff_base ({base})."
+        )
+    _set(t, "resources", _parse(t.func, "resources", t.resources))
+    _set(t, "resource_limits", _parse(t.func, "resource_limits", t.resource_limits))
+    _set(t, "resource_overrides", _parse(t.func, "resources", t.resource_overrides))
+    if t.resource_func is not None and not callable(t.resource_func):
+        raise compat.InvalidTask(
+            f"{where}: resource_func must be callable, got {t.resource_func!r}."
+        )
+    _text(where, "resource_class", t.resource_class, RESOURCE_CLASS_MAX, empty_ok=True)
+    _text(where, "execution", t.execution, EXECUTION_MAX, empty_ok=False)
+    if t.execution not in EXECUTION_POLICIES:
+        raise compat.InvalidTask(
+            f"{where}: execution {t.execution!r} is not available; no worker provides it "
+            f"(available: {', '.join(EXECUTION_POLICIES)})."
+        )
+    _text(where, "alias (name=)", t.alias, ALIAS_MAX, empty_ok=True)
+    _set(t, "permanent_exceptions", _exception_classes(where, t.permanent_exceptions))
+    if t.scope is not None and not isinstance(t.scope, Scope):
+        _set(t, "scope", _to_scope(t.func, t.scope))
+
+
+def _set(t: _TaskOptions, name: str, value: object) -> None:
+    # The dataclass is frozen; normalising in __post_init__ is the one sanctioned write.
+    object.__setattr__(t, name, value)
+
+
+def _non_negative_int(where: str, option: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise compat.InvalidTask(f"{where}: {option} must be an integer >= 0, got {value!r}.")
+    return value
+
+
+def _duration(where: str, option: str, value: object) -> timedelta | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = timedelta(seconds=value)
+    if not isinstance(value, timedelta) or value <= timedelta(0):
+        raise compat.InvalidTask(
+            f"{where}: {option} must be a positive timedelta or number of seconds, got {value!r}."
+        )
+    return value
+
+
+def _text(where: str, option: str, value: object, limit: int, *, empty_ok: bool) -> None:
+    if not isinstance(value, str) or len(value) > limit or (not value and not empty_ok):
+        raise compat.InvalidTask(
+            f"{where}: {option} must be a{'' if empty_ok else ' non-empty'} string of at "
+            f"most {limit} characters, got {value!r}."
+        )
+
+
+def _exception_classes(where: str, value: object) -> tuple[type[BaseException] | str, ...]:
+    """Exception classes, or their dotted paths (resolved by the worker, so a task
+    module need not import an exception it only names)."""
+    items = (value,) if isinstance(value, type | str) else value
+    if not isinstance(items, Iterable):
+        raise compat.InvalidTask(
+            f"{where}: permanent_exceptions must be exception classes, got {value!r}."
+        )
+    classes = tuple(items)
+    for item in classes:
+        if isinstance(item, str) and "." in item:
+            continue
+        if not (isinstance(item, type) and issubclass(item, BaseException)):
+            raise compat.InvalidTask(
+                f"{where}: permanent_exceptions must be exception classes or their "
+                f"dotted paths, got {item!r}."
+            )
+    return classes
+
+
+def _parse(func: object, option: str, values: object) -> CanonicalResources:
+    if isinstance(values, CanonicalResources):
+        return values
+    if values is None:
+        return CanonicalResources()
+    try:
+        return CanonicalResources(parse_resources(values))  # type: ignore[arg-type]
+    except InvalidResources as exc:
+        raise compat.InvalidTask(f"Task {_describe(func)}: {option}: {exc}") from exc
+
+
+def _to_scope(func: object, value: object) -> Scope:
+    try:
+        return as_scope(value)
+    except ValueError as exc:
+        raise compat.InvalidTask(f"Task {_describe(func)}: {exc}") from exc

@@ -1,0 +1,199 @@
+"""Enqueue-time validation: bad input is refused with a clear error before a row exists.
+
+Every error names the task and what is wrong with which argument or option, so the
+caller can fix the call site without reading a worker's log.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings as django_settings
+from django.utils import timezone
+
+from . import compat
+from .conf import settings
+from .resources import ResourceSet, fits
+from .scope import Scope
+
+NAME_MAX = 255
+QUEUE_MAX = 100
+SCOPE_MAX = 100
+
+
+class InvalidArguments(compat.InvalidTask, ValueError):
+    """The arguments of an enqueue cannot be stored or would not bind to the task."""
+
+
+class Unschedulable(compat.InvalidTask):
+    """No live worker could ever satisfy the job's resource requirement."""
+
+
+def check_task_fields(task: compat.Task) -> None:
+    """Checks the base rules leave out or would crash on: types first, then the
+    limits of our columns. Raises ``InvalidTask`` naming the task."""
+    where = f"Task {task.module_path}"
+    name = getattr(task, "job_name", task.module_path)
+    if len(name) > NAME_MAX:
+        raise compat.InvalidTask(
+            f"{where}: its stored name {name[:40]!r}... is longer than {NAME_MAX} characters; "
+            "give it a shorter stable name= alias."
+        )
+    priority = task.priority
+    if isinstance(priority, bool) or not isinstance(priority, int | float):
+        raise compat.InvalidTask(f"{where}: priority must be a whole number, got {priority!r}.")
+    queue = task.queue_name
+    if not isinstance(queue, str) or not queue or len(queue) > QUEUE_MAX:
+        raise compat.InvalidTask(
+            f"{where}: queue_name must be a non-empty string of at most {QUEUE_MAX} "
+            f"characters, got {queue!r}."
+        )
+    run_after = task.run_after
+    if run_after is not None and not isinstance(run_after, datetime):
+        raise compat.InvalidTask(
+            f"{where}: run_after must be a datetime, got {type(run_after).__name__} {run_after!r}."
+        )
+
+
+def check_arguments(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    """JSON-only values, a signature they bind to, and a payload under the cap."""
+    for index, value in enumerate(args):
+        _check_json(task, f"args[{index}]", value)
+    for key, value in kwargs.items():
+        _check_json(task, f"kwargs[{key!r}]", value)
+    _check_binding(task, args, kwargs)
+    _check_size(task, args, kwargs)
+
+
+def check_scope(task: compat.Task, scope: Scope) -> None:
+    for label, value in (("app_id", scope.app_id), ("org_id", scope.org_id)):
+        if len(value) > SCOPE_MAX:
+            raise compat.InvalidTask(
+                f"Task {task.module_path}: scope {label} is longer than {SCOPE_MAX} "
+                f"characters: {value[:20]!r}..."
+            )
+
+
+def check_schedulable(
+    task: compat.Task, requests: ResourceSet, worker_capacities: Sequence[Mapping[str, int]]
+) -> None:
+    """The seed's unschedulable rule. ``worker_capacities`` are the live workers'
+    declared capacities. Only when at least one worker declares a capacity does the
+    rule apply; a live worker with no capacity declared is unbounded and could run
+    anything, so it makes every requirement schedulable."""
+    if not requests or not any(worker_capacities):
+        return
+    if any(not capacity or fits(requests, capacity) for capacity in worker_capacities):
+        return
+    declared = "; ".join(_render(capacity) for capacity in worker_capacities if capacity)
+    raise Unschedulable(
+        f"Task {task.module_path}: requirement {_render(requests)} fits no live worker "
+        f"(capacities: {declared}); no job was written."
+    )
+
+
+def aware_run_after(task: compat.Task) -> datetime | None:
+    """``run_after`` as the value to store (aware when USE_TZ, as Django expects)."""
+    run_after = task.run_after
+    if run_after is None:
+        return None
+    if not django_settings.USE_TZ and timezone.is_aware(run_after):
+        return timezone.make_naive(run_after)
+    return run_after
+
+
+def live_window() -> timedelta:
+    """How recently a worker must have been seen to count as live: the same window
+    after which maintenance removes its row (``WORKER_STALE_AFTER``)."""
+    return settings.worker_stale_after
+
+
+def _check_json(task: compat.Task, where: str, value: object) -> None:
+    problem = _json_problem(value, where)
+    if problem:
+        path, culprit, reason = problem
+        raise InvalidArguments(
+            f"Task {task.module_path}: argument {path} is {type(culprit).__name__} "
+            f"{_short(culprit)}, which {reason}. Pass JSON values only (str, int, float, "
+            "bool, None, list, dict with str keys)."
+        )
+
+
+def _json_problem(value: object, path: str) -> tuple[str, object, str] | None:
+    """The first value under ``value`` that does not survive a JSON round trip."""
+    if value is None or isinstance(value, bool | int | str):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (path, value, "JSON cannot represent")
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            problem = _json_problem(item, f"{path}[{index}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return (f"{path} key {key!r}", key, "is not a str (JSON keys are strings)")
+            problem = _json_problem(item, f"{path}[{key!r}]")
+            if problem:
+                return problem
+        return None
+    return (path, value, "is not JSON-serialisable")
+
+
+def _check_binding(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    signature = inspect.signature(task.func)
+    # The worker passes the TaskContext first; the caller never does.
+    bound_args = (None, *args) if task.takes_context else tuple(args)
+    try:
+        signature.bind(*bound_args, **kwargs)
+    except TypeError as exc:
+        shown = signature
+        if task.takes_context:
+            params = list(signature.parameters.values())[1:]
+            shown = signature.replace(parameters=params)
+        raise InvalidArguments(
+            f"Task {task.module_path}: arguments do not match its signature {shown}: {exc}."
+        ) from exc
+
+
+def _check_size(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+    # Imported here: this module loads with the backend, before models are ready.
+    from . import store
+
+    size = store.payload_size(task.module_path, {"args": list(args), "kwargs": dict(kwargs)})
+    cap = settings.max_payload_bytes
+    if size <= cap:
+        return
+    parts = [(f"args[{i}]", v) for i, v in enumerate(args)]
+    parts += [(f"kwargs[{k!r}]", v) for k, v in kwargs.items()]
+    largest, largest_size = max(
+        ((where, _encoded_size(value)) for where, value in parts),
+        key=lambda item: item[1],
+        default=("(none)", 0),
+    )
+    raise InvalidArguments(
+        f"Task {task.module_path}: payload is {size} bytes encoded, over the cap of {cap} "
+        f"bytes (DISPATCH_JOBS['MAX_PAYLOAD_BYTES']); the largest argument is {largest} "
+        f"at {largest_size} bytes. Store large data elsewhere and pass a reference."
+    )
+
+
+def _encoded_size(value: object) -> int:
+    # store.payload_size's encoding, to name the largest argument in its terms.
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _render(resources: Mapping[str, int]) -> str:
+    return "{" + ", ".join(f"{k}={v}" for k, v in sorted(resources.items())) + "}"

@@ -1,0 +1,194 @@
+"""Validated worker settings: command-line arguments over ``DISPATCH_JOBS`` defaults.
+
+Every value is checked here, before anything starts, and every error says which
+argument was wrong and what would be right.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from ..conf import settings
+from ..exceptions import DispatchJobsError, InvalidResources
+from ..resources import STANDARD_KEYS, ResourceSet, parse_budget_text
+
+WORKER_ID_MAX = 100
+QUEUE_MAX = 100
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+class WorkerConfigError(DispatchJobsError, ValueError):
+    """A worker argument or setting is invalid; nothing was started."""
+
+
+def parse_duration(option: str, value: object) -> timedelta:
+    """``2``, ``0.5``, ``"500ms"``, ``"2s"``, ``"1m"``, ``"1h"`` or a timedelta; > 0."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str) and (match := _DURATION_RE.match(value)):
+        seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    else:
+        raise WorkerConfigError(
+            f"{option}: cannot read {value!r} as a duration (use seconds such as 2 or 0.5, "
+            "or a unit: 500ms, 2s, 1m, 1h)."
+        )
+    if seconds <= 0:
+        raise WorkerConfigError(f"{option} must be positive, got {value!r}.")
+    return timedelta(seconds=seconds)
+
+
+def default_worker_id() -> str:
+    """``host:pid:random``: unique per process, readable in the admin."""
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkerConfig:
+    """Everything a worker needs to run, validated."""
+
+    queues: tuple[str, ...]
+    concurrency: int
+    budget: ResourceSet = field(default_factory=dict)
+    lease_ttl: timedelta
+    heartbeat: timedelta
+    poll_interval: timedelta
+    max_poll_interval: timedelta
+    burst: bool = False
+    max_jobs: int | None = None
+    worker_id: str
+    shutdown_grace: timedelta
+    max_evictions: int
+    maintenance: bool = True
+    reclaim_interval: timedelta
+    summary_interval: timedelta
+
+    @property
+    def custom_keys(self) -> list[str]:
+        return sorted(key for key in self.budget if key not in STANDARD_KEYS)
+
+    def describe(self) -> str:
+        budget = ",".join(f"{k}={v}" for k, v in sorted(self.budget.items())) or "unbounded"
+        return (
+            f"queues={','.join(self.queues)} concurrency={self.concurrency} budget={budget} "
+            f"lease_ttl={self.lease_ttl.total_seconds():g}s "
+            f"heartbeat={self.heartbeat.total_seconds():g}s"
+            + (" burst" if self.burst else "")
+            + (f" max_jobs={self.max_jobs}" if self.max_jobs is not None else "")
+        )
+
+
+def build_config(options: Mapping[str, Any]) -> WorkerConfig:
+    """A ``WorkerConfig`` from command-line style options (absent or ``None`` means
+    the setting's default). Raises ``WorkerConfigError`` on the first bad value."""
+
+    def given(name: str, default: object) -> Any:
+        value = options.get(name)
+        return default if value is None else value
+
+    queues = _queues(given("queues", settings.worker_queues))
+    concurrency = _int("--concurrency", given("concurrency", settings.worker_concurrency), 1)
+    max_jobs = options.get("max_jobs")
+    if max_jobs is not None:
+        max_jobs = _int("--max-jobs", max_jobs, 1)
+    lease_ttl = parse_duration("--lease-ttl", given("lease_ttl", settings.lease_ttl))
+    heartbeat = parse_duration("--heartbeat", given("heartbeat", settings.heartbeat_interval))
+    if heartbeat >= lease_ttl:
+        raise WorkerConfigError(
+            f"--heartbeat ({heartbeat.total_seconds():g}s) must be shorter than --lease-ttl "
+            f"({lease_ttl.total_seconds():g}s), or every lease lapses before it is renewed."
+        )
+    poll = parse_duration("--poll-interval", given("poll_interval", settings.poll_interval))
+    max_poll = parse_duration(
+        "--max-poll-interval", given("max_poll_interval", settings.max_poll_interval)
+    )
+    if max_poll < poll:
+        raise WorkerConfigError(
+            f"--max-poll-interval ({max_poll.total_seconds():g}s) must be at least "
+            f"--poll-interval ({poll.total_seconds():g}s)."
+        )
+    return WorkerConfig(
+        queues=queues,
+        concurrency=concurrency,
+        budget=_budget(options.get("budget")),
+        lease_ttl=lease_ttl,
+        heartbeat=heartbeat,
+        poll_interval=poll,
+        max_poll_interval=max_poll,
+        burst=bool(options.get("burst")),
+        max_jobs=max_jobs,
+        worker_id=_worker_id(options.get("worker_id")),
+        shutdown_grace=_grace(given("shutdown_grace", settings.shutdown_grace)),
+        max_evictions=_int("--max-evictions", given("max_evictions", settings.max_evictions), 0),
+        maintenance=not options.get("no_maintenance"),
+        reclaim_interval=parse_duration(
+            "--maintenance-interval", given("maintenance_interval", settings.reclaim_interval)
+        ),
+        summary_interval=parse_duration(
+            "--summary-interval", given("summary_interval", settings.summary_interval)
+        ),
+    )
+
+
+def _queues(value: object) -> tuple[str, ...]:
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, Sequence) or not names:
+        raise WorkerConfigError("--queue: name at least one queue (a worker claims nothing else).")
+    result: list[str] = []
+    for name in names:
+        for part in str(name).split(","):
+            part = part.strip()
+            if not part or len(part) > QUEUE_MAX:
+                raise WorkerConfigError(
+                    f"--queue: {name!r} is not a queue name (1 to {QUEUE_MAX} characters)."
+                )
+            if part not in result:
+                result.append(part)
+    return tuple(result)
+
+
+def _int(option: str, value: object, low: int) -> int:
+    try:
+        number = int(str(value)) if not isinstance(value, bool) else None
+    except ValueError:
+        number = None
+    if number is None or number < low:
+        raise WorkerConfigError(f"{option} must be a whole number >= {low}, got {value!r}.")
+    return number
+
+
+def _budget(value: object) -> ResourceSet:
+    if value in (None, ""):
+        return {}
+    try:
+        if isinstance(value, str):
+            return parse_budget_text(value)
+        raise InvalidResources(f"expected text such as 'cpu=4,memory=8Gi', got {value!r}")
+    except InvalidResources as exc:
+        raise WorkerConfigError(f"--budget: {exc}") from exc
+
+
+def _worker_id(value: object) -> str:
+    if value in (None, ""):
+        return default_worker_id()
+    text = str(value)
+    if len(text) > WORKER_ID_MAX or not text.strip():
+        raise WorkerConfigError(
+            f"--worker-id must be 1 to {WORKER_ID_MAX} non-blank characters, got {value!r}."
+        )
+    return text
+
+
+def _grace(value: object) -> timedelta:
+    if isinstance(value, int | float | str) and str(value).strip() in ("0", "0.0"):
+        return timedelta(0)  # zero grace is allowed: hand back at once
+    return parse_duration("--shutdown-grace", value)

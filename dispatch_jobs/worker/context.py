@@ -1,0 +1,114 @@
+"""What a running handler can observe: its cancellation and its deadline.
+
+A handler declared with ``takes_context=True`` receives a :class:`JobContext` (a
+``django.tasks.TaskContext`` with more to it); any handler can reach the same
+object through :func:`current_job`. In-process execution cannot stop a thread, so
+cancellation is cooperative: long handlers should call ``context.check()`` (or
+``context.sleep()``) between units of work.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from ..compat import TaskContext
+from ..exceptions import DispatchJobsError
+
+
+class JobCancelled(DispatchJobsError):
+    """The job was cancelled while it ran (its lease was lost, or the worker is
+    handing it back). Its outcome is discarded; raise it to stop promptly."""
+
+
+class JobTimedOut(JobCancelled):
+    """The job ran past its timeout; it is recorded as a (retryable) timeout."""
+
+
+# Why a job was cancelled; set once, first reason wins.
+LEASE_LOST = "lease lost"
+HANDED_BACK = "handed back (worker draining)"
+TIMED_OUT = "timed out"
+
+
+class Cancellation:
+    """A one-shot, thread-safe cancellation signal with a reason."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self.reason = ""
+
+    def cancel(self, reason: str) -> None:
+        with self._lock:
+            if not self._event.is_set():
+                self.reason = reason
+                self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        return self._event.wait(max(0.0, seconds))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobContext(TaskContext):  # type: ignore[misc]  # frozen at runtime
+    """The context of one attempt: Django's ``TaskContext`` plus the job's id,
+    its deadline (``time.monotonic()`` seconds, or ``None``) and its cancellation."""
+
+    job_id: int
+    deadline: float | None = None
+    cancellation: Cancellation = field(default_factory=Cancellation)
+
+    @property
+    def timed_out(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the job must stop: cancelled, or past its deadline."""
+        return self.cancellation.is_set() or self.timed_out
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline (never negative), or None."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - time.monotonic())
+
+    def check(self) -> None:
+        """Raise ``JobTimedOut`` or ``JobCancelled`` if the job must stop."""
+        if self.timed_out:
+            raise JobTimedOut(f"Job {self.job_id} ran past its timeout.")
+        if self.cancellation.is_set():
+            raise JobCancelled(f"Job {self.job_id} was cancelled: {self.cancellation.reason}.")
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep, waking early (and raising) when cancelled or past the deadline."""
+        end = time.monotonic() + seconds
+        while True:
+            self.check()
+            left = end - time.monotonic()
+            if left <= 0:
+                return
+            remaining = self.remaining()
+            # Wake just after the deadline so check() sees it and raises.
+            self.cancellation.wait(left if remaining is None else min(left, remaining + 0.001))
+
+
+_current: ContextVar[JobContext | None] = ContextVar("dispatch_jobs_job", default=None)
+
+
+def current_job() -> JobContext | None:
+    """The context of the job running in this thread, or None outside a job."""
+    return _current.get()
+
+
+def set_current_job(context: JobContext | None) -> object:
+    return _current.set(context)
+
+
+def reset_current_job(token: object) -> None:
+    _current.reset(token)  # type: ignore[arg-type]

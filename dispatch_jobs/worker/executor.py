@@ -1,0 +1,207 @@
+"""The executor: runs one claimed job in the current thread and measures it.
+
+It does NO database writes: it loads the task, decodes the payload, restores the
+job's scope, sends ``task_started`` / ``task_finished`` (Django's contract: the
+failure signal is sent inside the ``except`` block), and settles the outcome on
+the in-memory job. The completer persists it behind the lease fence.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import traceback as tb
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+from django.utils.json import normalize_json
+
+from ..compat import task_finished, task_started
+from ..exceptions import Permanent
+from ..models import Job
+from ..names import TaskNotFound, load_task
+from ..scope import scope
+from .context import (
+    TIMED_OUT,
+    Cancellation,
+    JobContext,
+    JobTimedOut,
+    reset_current_job,
+    set_current_job,
+)
+from .outcomes import Kind, Outcome, class_path, is_permanent, settle
+from .results import backend_class, task_result
+
+EXECUTOR_NAME = "in-process"
+logger = logging.getLogger("dispatch_jobs.worker")
+
+
+class InvalidPayload(Permanent):
+    """The job's payload cannot be decoded into args and kwargs."""
+
+
+class InvalidReturnValue(Permanent):
+    """The handler returned a value that cannot be stored as JSON."""
+
+
+@dataclass
+class Attempt:
+    """One finished attempt: the job (settled in memory), its outcome, the retry
+    delay when it goes to retrying, and the epoch it ran under."""
+
+    job: Job
+    epoch: int
+    outcome: Outcome
+    retry_in: timedelta | None = None
+
+
+def deadline_for(job: Job) -> float | None:
+    """The job's deadline on this process's monotonic clock (None: no timeout)."""
+    if job.timeout is None:
+        return None
+    return time.monotonic() + job.timeout.total_seconds()
+
+
+def execute(
+    job: Job, worker_id: str, cancellation: Cancellation, deadline: float | None
+) -> Attempt:
+    """Run ``job`` once in this thread and settle its outcome in memory."""
+    clock = _Clock()
+    try:
+        task = load_task(job.name)
+        args, kwargs = decode_payload(job)
+    except (TaskNotFound, InvalidPayload) as exc:
+        outcome = clock.outcome(Kind.PERMANENT, exc=exc)
+        return Attempt(job, job.lease_epoch, outcome, settle(job, outcome, worker_id))
+    context = JobContext(
+        task_result=task_result(job, task),
+        job_id=job.pk,
+        deadline=deadline,
+        cancellation=cancellation,
+    )
+    token = set_current_job(context)
+    try:
+        return _run_handler(job, task, args, kwargs, context, clock, worker_id)
+    finally:
+        reset_current_job(token)
+
+
+def _run_handler(
+    job: Job,
+    task: Any,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    context: JobContext,
+    clock: _Clock,
+    worker_id: str,
+) -> Attempt:
+    sender = backend_class(task)
+    try:
+        task_started.send(sender=sender, task_result=context.task_result)
+        with scope(job.scope_app_id, job.scope_org_id):
+            if getattr(task, "takes_context", False):
+                raw = task.call(context, *args, **kwargs)
+            else:
+                raw = task.call(*args, **kwargs)
+        value = normalize_return(raw)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a handler may raise anything, SystemExit included
+        outcome = clock.outcome(_classify(exc, context, task), exc=exc)
+        retry_in = settle(job, outcome, worker_id, task)
+        # Inside the except block, as Django does: receivers can log sys.exc_info().
+        _send_finished(sender, job, task, outcome)
+        return Attempt(job, job.lease_epoch, outcome, retry_in)
+    outcome = _finished_outcome(clock, context, value)
+    retry_in = settle(job, outcome, worker_id, task)
+    _send_finished(sender, job, task, outcome)
+    return Attempt(job, job.lease_epoch, outcome, retry_in)
+
+
+def _send_finished(sender: type, job: Job, task: Any, outcome: Outcome) -> None:
+    """``task_finished`` for a settled attempt. A failing receiver is logged, never
+    raised: the outcome must still be written, or a completed job would run again."""
+    if outcome.kind == Kind.CANCELLED:
+        return  # the outcome is discarded; the job is someone else's now
+    try:
+        task_finished.send(sender=sender, task_result=task_result(job, task))
+    except Exception:  # noqa: BLE001
+        logger.exception("Job %s: a task_finished receiver failed.", job.pk)
+
+
+def decode_payload(job: Job) -> tuple[list[Any], dict[str, Any]]:
+    payload = job.payload
+    if payload is None:
+        return [], {}
+    if not isinstance(payload, dict):
+        raise InvalidPayload(
+            f"Payload of job {job.pk} must be an object with 'args' and 'kwargs', "
+            f"got {type(payload).__name__}."
+        )
+    args, kwargs = payload.get("args", []), payload.get("kwargs", {})
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        raise InvalidPayload(
+            f"Payload of job {job.pk} cannot be decoded: 'args' must be a list and "
+            f"'kwargs' an object, got {type(args).__name__} and {type(kwargs).__name__}."
+        )
+    return args, kwargs
+
+
+def normalize_return(value: Any) -> Any:
+    try:
+        return normalize_json(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidReturnValue(
+            f"The return value ({type(value).__name__}) cannot be stored as JSON: {exc}. "
+            "Return JSON-serialisable data (dict, list, str, int, float, bool, None)."
+        ) from exc
+
+
+def _classify(exc: BaseException, context: JobContext, task: Any) -> Kind:
+    if context.cancellation.is_set() and context.cancellation.reason != TIMED_OUT:
+        return Kind.CANCELLED  # lease lost or handed back: the outcome is discarded
+    if isinstance(exc, JobTimedOut) or context.timed_out:
+        return Kind.TIMEOUT
+    if is_permanent(exc, task):
+        return Kind.PERMANENT
+    return Kind.ERROR
+
+
+def _finished_outcome(clock: _Clock, context: JobContext, value: Any) -> Outcome:
+    if context.cancellation.is_set() and context.cancellation.reason != TIMED_OUT:
+        return clock.outcome(Kind.CANCELLED, message=context.cancellation.reason)
+    if context.timed_out:
+        return clock.outcome(Kind.TIMEOUT, message="returned after its timeout had passed")
+    return clock.outcome(Kind.SUCCESS, value=value)
+
+
+class _Clock:
+    """Wall time and the executing thread's CPU time of one attempt."""
+
+    def __init__(self) -> None:
+        self.started_at = timezone.now()
+        self._wall = time.monotonic()
+        self._cpu = time.thread_time()
+
+    def outcome(
+        self, kind: Kind, *, exc: BaseException | None = None, value: Any = None, message: str = ""
+    ) -> Outcome:
+        outcome = Outcome(
+            kind=kind,
+            started_at=self.started_at,
+            finished_at=timezone.now(),
+            wall_time=time.monotonic() - self._wall,
+            cpu_time=time.thread_time() - self._cpu,
+            return_value=value,
+            message=message,
+        )
+        if exc is not None:
+            outcome.exception_class = class_path(exc)
+            outcome.message = str(exc)
+            outcome.traceback = "".join(tb.format_exception(exc))
+        return outcome
+
+
+__all__ = ["EXECUTOR_NAME", "Attempt", "execute"]

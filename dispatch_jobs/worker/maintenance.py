@@ -1,0 +1,157 @@
+"""Maintenance runners, run by one elected worker at a time.
+
+The seed's periodic runners, each with enabled / interval / retention settings:
+lease reclaim (crash recovery and poison protection), the purge of finished jobs
+past their retention, usage retention, and removal of stale worker rows. The
+election is a database lease (``store.acquire_leadership``), not a process-local
+flag, so ten workers do not each run them; when the leader dies its lease lapses
+and another worker takes over within a few intervals.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import connections
+
+from .. import store
+from ..conf import settings
+from ..store import db
+from .config import WorkerConfig
+from .transient import TRANSIENT_ERRORS, reset_connection
+
+logger = logging.getLogger("dispatch_jobs.worker")
+
+LEADERSHIP = "dispatch_jobs.maintenance"
+BATCH = 1000
+MAX_ROUNDS = 20  # per run, so one huge backlog cannot monopolise the leader
+
+
+@dataclass
+class Runner:
+    name: str
+    enabled: bool
+    interval: float
+    run: Callable[[], int]
+    next_at: float = 0.0  # due at once on the first tick
+
+
+class Maintenance:
+    def __init__(self, config: WorkerConfig, stop: threading.Event) -> None:
+        self.config = config
+        self.stop = stop
+        self.tick = config.reclaim_interval.total_seconds()
+        self.leadership_ttl = timedelta(seconds=max(3 * self.tick, 1.0))
+        self.is_leader = False
+        self.runners = [
+            Runner("reclaim", settings.reclaim_enabled, self.tick, self.reclaim),
+            Runner("stale-workers", True, self.tick, self.remove_stale_workers),
+            Runner(
+                "purge",
+                settings.purge_enabled,
+                settings.purge_interval.total_seconds(),
+                self.purge_jobs,
+            ),
+            Runner(
+                "usage-retention",
+                settings.usage_purge_enabled,
+                settings.usage_purge_interval.total_seconds(),
+                self.purge_usage,
+            ),
+        ]
+        self.thread = threading.Thread(target=self._run, name="dispatch-maintenance", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.thread.is_alive():
+            self.thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            while True:
+                self.run_once()
+                if self.stop.wait(self.tick):
+                    break
+            if self.is_leader:
+                store.release_leadership(LEADERSHIP, self.config.worker_id)
+        except Exception:  # noqa: BLE001 - a dying maintenance thread must say why
+            logger.exception("Maintenance stopped unexpectedly.")
+        finally:
+            connections.close_all()
+
+    def run_once(self) -> None:
+        """One tick: (re)take the leadership, then run every runner that is due."""
+        try:
+            leader = store.acquire_leadership(
+                LEADERSHIP, self.config.worker_id, self.leadership_ttl
+            )
+        except TRANSIENT_ERRORS as exc:
+            logger.warning("Maintenance: leadership check failed (will retry): %s", exc)
+            reset_connection()
+            return
+        if leader != self.is_leader:
+            logger.info("Maintenance: %s the leader.", "now" if leader else "no longer")
+        self.is_leader = leader
+        if not leader:
+            return
+        now = time.monotonic()
+        for runner in self.runners:
+            if runner.enabled and now >= runner.next_at:
+                runner.next_at = now + runner.interval
+                self._run_runner(runner)
+
+    def _run_runner(self, runner: Runner) -> None:
+        try:
+            count = runner.run()
+        except TRANSIENT_ERRORS as exc:
+            logger.warning("Maintenance %s failed (will retry): %s", runner.name, exc)
+            reset_connection()
+            runner.next_at = 0.0
+            return
+        if count:
+            logger.info("Maintenance %s: %d row(s).", runner.name, count)
+
+    def reclaim(self) -> int:
+        total = 0
+        for _ in range(MAX_ROUNDS):
+            reclaimed = store.reclaim_expired_leases(BATCH, max_evictions=self.config.max_evictions)
+            for job in reclaimed:
+                if job.state == "failed":
+                    logger.warning("Job %s failed as poison: %s", job.pk, job.last_error)
+            total += len(reclaimed)
+            if len(reclaimed) < BATCH:
+                break
+        return total
+
+    def remove_stale_workers(self) -> int:
+        return store.remove_stale_workers(settings.worker_stale_after)
+
+    def purge_jobs(self) -> int:
+        total = 0
+        for _ in range(MAX_ROUNDS):
+            removed = store.purge_finished_jobs(
+                completed_retention=settings.completed_retention,
+                failed_retention=settings.failed_retention,
+                limit=BATCH,
+            )
+            total += removed
+            if removed < BATCH:
+                break
+        return total
+
+    def purge_usage(self) -> int:
+        before = db.database_now() - settings.usage_retention
+        total = 0
+        for _ in range(MAX_ROUNDS):
+            removed = store.purge_usage(before, BATCH)
+            total += removed
+            if removed < BATCH:
+                break
+        return total

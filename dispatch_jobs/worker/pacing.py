@@ -1,0 +1,105 @@
+"""Pacing: poll again at once after dispatching, back off exponentially to the
+maximum while idle, and on PostgreSQL wake at once on ``NOTIFY``.
+
+Polling is the guarantee; a notification only shortens the wait. A lost one (the
+listener reconnecting, a notify before LISTEN) costs at most one poll interval.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from django.db import connections
+
+from .. import store
+from ..store import db
+
+logger = logging.getLogger("dispatch_jobs.worker")
+
+
+class Pacer:
+    """The idle delay: ``poll_interval``, doubling to ``max_poll_interval``; reset
+    whenever a claim returned work."""
+
+    def __init__(self, poll_interval: timedelta, max_poll_interval: timedelta) -> None:
+        self.base = poll_interval.total_seconds()
+        self.cap = max_poll_interval.total_seconds()
+        self.delay = self.base
+
+    def busy(self) -> None:
+        self.delay = self.base
+
+    def idle(self) -> float:
+        """The delay to wait now; the next idle wait doubles it (up to the cap)."""
+        delay = self.delay
+        self.delay = min(self.delay * 2, self.cap)
+        return delay
+
+
+class Listener:
+    """PostgreSQL LISTEN on a dedicated autocommit connection; sets ``wake`` when a
+    job is enqueued in one of ``queues``. Does nothing on other databases."""
+
+    def __init__(self, queues: Sequence[str], wake: threading.Event, stop: threading.Event):
+        self.queues = set(queues)
+        self.wake = wake
+        self.stop = stop
+        self.thread = threading.Thread(target=self._run, name="dispatch-listener", daemon=True)
+        self.listening = threading.Event()
+
+    @staticmethod
+    def available() -> bool:
+        return store.notify_enabled()
+
+    def start(self) -> None:
+        if self.available():
+            self.thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.thread.is_alive():
+            self.thread.join(timeout)
+
+    def _run(self) -> None:
+        delay = 0.5
+        while not self.stop.is_set():
+            try:
+                self._listen()
+                delay = 0.5
+            except Exception as exc:  # noqa: BLE001 - reconnect; polling covers the gap
+                self.listening.clear()
+                logger.warning("LISTEN connection lost (%s); polling meanwhile.", exc)
+                self.stop.wait(delay)
+                delay = min(delay * 2, 10.0)
+
+    def _listen(self) -> None:
+        import psycopg
+
+        with psycopg.connect(**_connect_kwargs(), autocommit=True) as conn:
+            conn.execute(f'LISTEN "{store.NOTIFY_CHANNEL}"')
+            self.listening.set()
+            logger.info("Listening for enqueue notifications (PostgreSQL NOTIFY).")
+            # A notify sent before LISTEN took effect is not delivered: wake once so
+            # the fetcher polls, which covers it.
+            self.wake.set()
+            while not self.stop.is_set():
+                for note in conn.notifies(timeout=0.5):
+                    if note.payload in self.queues:
+                        self.wake.set()
+
+
+def _connect_kwargs() -> dict[str, Any]:
+    params = connections[db.alias()].settings_dict
+    kwargs: dict[str, Any] = {"dbname": params["NAME"]}
+    for key, name in (("USER", "user"), ("PASSWORD", "password"), ("HOST", "host")):
+        if params.get(key):
+            kwargs[name] = params[key]
+    if params.get("PORT"):
+        kwargs["port"] = int(params["PORT"])
+    for key in ("sslmode", "sslrootcert", "sslcert", "sslkey", "options"):
+        if key in params.get("OPTIONS", {}):
+            kwargs[key] = params["OPTIONS"][key]
+    return kwargs

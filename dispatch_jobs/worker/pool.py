@@ -1,0 +1,238 @@
+"""The worker pool: fetch → execute → complete, with a heartbeat and maintenance.
+
+Threads and what they own:
+
+- the main thread runs the fetch loop (one claim per cycle for the free slots)
+  and the drain;
+- one thread per running job executes it (``executor.execute``) with its own
+  database connection, closed when the job ends;
+- the completer thread writes outcomes behind the lease fence, in batches;
+- the heartbeat thread renews every held lease and cancels lost ones;
+- the maintenance thread runs the elected runners; the listener thread (on
+  PostgreSQL) wakes the fetch loop on NOTIFY.
+
+A slot is held from claim until the outcome is written (or the job is dropped),
+so the heartbeat keeps renewing a lease until its outcome is safely stored.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from django.db import connections
+
+from .. import store
+from ..models import Job, JobState
+from .completer import Completer
+from .config import WorkerConfig
+from .context import HANDED_BACK
+from .executor import Attempt, deadline_for, execute
+from .fetcher import Fetcher
+from .heartbeat import Heartbeat
+from .inflight import Held, Inflight
+from .maintenance import Maintenance
+from .pacing import Listener, Pacer
+from .registry import Registry
+from .shutdown import Shutdown
+from .summary import Stats, Summary, banner
+from .transient import GaveUp, retry_transient
+
+logger = logging.getLogger("dispatch_jobs.worker")
+
+# How long the last writes may take at exit before the worker gives up on them
+# (their leases then expire and the jobs are reclaimed: nothing is lost).
+FINAL_WRITE_TIMEOUT = 30.0
+
+
+class Pool:
+    """One ``runjobs`` worker. ``run()`` blocks until it is done; returns 0."""
+
+    def __init__(self, config: WorkerConfig) -> None:
+        self.config = config
+        self.stop = threading.Event()  # stops the background stages
+        self.wake = threading.Event()  # a slot was freed, a job enqueued, a signal
+        self.shutdown = Shutdown(self.wake)
+        self.inflight = Inflight()
+        self.stats = Stats()
+        self.summary = Summary(self.stats, config.summary_interval.total_seconds())
+        self.registry = Registry(config)
+        self.pacer = Pacer(config.poll_interval, config.max_poll_interval)
+        # A claim stuck on an unreachable database gives up once a drain starts.
+        self.fetcher = Fetcher(config, self.inflight, self.shutdown.draining)
+        self.completer = Completer(config.worker_id, self._on_done, self.stop)
+        self.heartbeat = Heartbeat(
+            config, self.inflight, self.registry, self.completer.submit, self._on_lost, self.stop
+        )
+        self.maintenance = Maintenance(config, self.stop) if config.maintenance else None
+        self.listener = Listener(config.queues, self.wake, self.stop)
+        self.dispatched = 0
+
+    # --- lifecycle -------------------------------------------------------------
+
+    def run(self) -> int:
+        logger.info(banner(self.config))
+        self.registry.register()
+        self.completer.start()
+        self.heartbeat.start()
+        if self.maintenance:
+            self.maintenance.start()
+        self.listener.start()
+        try:
+            self._fetch_loop()
+            self._drain()
+        finally:
+            self._stop_stages()
+            connections.close_all()
+        logger.info("runjobs %s stopped: %s", self.config.worker_id, self.stats.line(0))
+        return 0
+
+    def _fetch_loop(self) -> None:
+        while not self.shutdown.draining.is_set():
+            self.summary.maybe_log(len(self.inflight))
+            if self._quota_reached():
+                return
+            free = self.fetcher.free_slots()
+            delay = self.config.max_poll_interval.total_seconds()
+            if free:
+                self.wake.clear()
+                try:
+                    jobs = self.fetcher.fetch(self._limit(free))
+                except GaveUp:
+                    return
+                for job in jobs:
+                    self._dispatch(job)
+                if jobs:
+                    self.pacer.busy()
+                    continue  # poll again at once
+                if self.config.burst and not len(self.inflight):
+                    logger.info("Burst: nothing left that is ready.")
+                    return
+                delay = self.pacer.idle()
+            self.wake.wait(delay)
+
+    def _quota_reached(self) -> bool:
+        return self.config.max_jobs is not None and self.dispatched >= self.config.max_jobs
+
+    def _limit(self, free: int) -> int:
+        if self.config.max_jobs is None:
+            return free
+        return min(free, self.config.max_jobs - self.dispatched)
+
+    # --- execute ---------------------------------------------------------------
+
+    def _dispatch(self, job: Job) -> None:
+        held = Held(
+            job=job,
+            epoch=job.lease_epoch,
+            ttl=job.lease_ttl or self.config.lease_ttl,
+            deadline=deadline_for(job),
+        )
+        self.inflight.add(held)
+        self.dispatched += 1
+        self.stats.count("dispatched")
+        threading.Thread(
+            target=self._execute, args=(held,), name=f"dispatch-job-{job.pk}", daemon=True
+        ).start()
+
+    def _execute(self, held: Held) -> None:
+        attempt: Attempt | None = None
+        try:
+            attempt = execute(held.job, self.config.worker_id, held.cancellation, held.deadline)
+        except BaseException:  # noqa: BLE001 - a bug here must not kill the worker
+            logger.exception("Job %s: the executor failed; its lease will lapse.", held.job.pk)
+        finally:
+            # This thread's connection (the handler's queries) ends with the job.
+            connections.close_all()
+        if attempt is not None and held.finish():
+            self.completer.submit(attempt)
+            self.wake.set()  # the slot is free for a new claim
+        elif attempt is None and held.drop():
+            self._forget(held)
+        else:
+            logger.debug("Job %s: outcome discarded (lease lost or handed back).", held.job.pk)
+
+    def _on_done(self, attempt: Attempt, written: bool) -> None:
+        """The completer wrote (or discarded) an outcome: free the slot."""
+        held = self.inflight.get(attempt.job.pk)
+        if held is not None and held.epoch == attempt.epoch:
+            self.inflight.remove(held)
+        if not written:
+            self.stats.count("discarded")
+        elif attempt.job.state == JobState.COMPLETED:
+            self.stats.count("completed")
+        elif attempt.job.state == JobState.RETRYING:
+            self.stats.count("retried")
+        else:
+            self.stats.count("failed")
+        self.wake.set()
+
+    def _on_lost(self, held: Held) -> None:
+        self._forget(held)
+        self.stats.count("discarded")
+
+    def _forget(self, held: Held) -> None:
+        self.inflight.remove(held)
+        self.wake.set()
+
+    # --- drain -----------------------------------------------------------------
+
+    def _drain(self) -> None:
+        """Stop claiming; let running jobs finish (within the grace period when
+        stopped by a signal); hand back what is left."""
+        if not self.shutdown.draining.is_set():
+            # Burst or --max-jobs: finish everything, unless a signal comes meanwhile.
+            while len(self.inflight) and not self.shutdown.draining.is_set():
+                self.inflight.wait_empty(0.2)
+            if not len(self.inflight):
+                return
+        self.registry.draining()
+        grace_end = time.monotonic() + self.config.shutdown_grace.total_seconds()
+        while len(self.inflight) and not self.shutdown.hurry.is_set():
+            left = grace_end - time.monotonic()
+            if left <= 0:
+                break
+            self.inflight.wait_empty(min(left, 0.1))
+        self._hand_back()
+
+    def _hand_back(self) -> None:
+        """Return unfinished jobs to pending: evict_count + 1 and a new epoch (the
+        fence), never retry_count: being drained is not the job's failure."""
+        entries = [held for held in self.inflight if held.drop()]
+        if not entries:
+            return
+        for held in entries:
+            held.cancellation.cancel(HANDED_BACK)
+        leases = [(held.job.pk, held.epoch) for held in entries]
+        gave_up = threading.Event()
+        timer = threading.Timer(FINAL_WRITE_TIMEOUT, gave_up.set)
+        timer.start()
+        try:
+            returned = retry_transient(
+                lambda: store.release_leases(self.config.worker_id, leases),
+                "handing jobs back",
+                stop=gave_up,
+            )
+            logger.info(
+                "Handed back %d unfinished job(s): %s",
+                len(returned),
+                ", ".join(str(job.pk) for job in returned),
+            )
+        except GaveUp:
+            logger.warning("Could not hand jobs back; their leases will lapse instead.")
+        finally:
+            timer.cancel()
+        for held in entries:
+            self.inflight.remove(held)
+
+    def _stop_stages(self) -> None:
+        # Outcomes already handed to the completer are written first, while the
+        # heartbeat still renews their leases; then everything else stops.
+        self.completer.close(FINAL_WRITE_TIMEOUT)
+        self.stop.set()
+        self.heartbeat.join(5)
+        if self.maintenance:
+            self.maintenance.join(5)
+        self.listener.join(5)
+        self.registry.deregister()

@@ -1,0 +1,1 @@
+"""The runjobs worker: inline drain, outcomes, and real worker processes."""

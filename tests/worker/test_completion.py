@@ -1,0 +1,79 @@
+"""The store's completion module: batched fenced writes and the retention purge."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from dispatch_jobs import store
+from dispatch_jobs.models import Job, JobState
+from dispatch_jobs.store import Completion
+from tests.factories import JobFactory, running
+from tests.store.support import db_now, snapshot
+
+pytestmark = pytest.mark.django_db
+
+
+def _held(**extra) -> Job:
+    return JobFactory(**running("w1", 4, lease_expires_at=db_now(timedelta(minutes=1)), **extra))
+
+
+def test_batch_writes_held_jobs_and_reports_lost_ones_untouched():
+    mine, stolen = _held(), _held()
+    Job.objects.filter(pk=stolen.pk).update(lease_epoch=5, worker_id="w2")
+    untouched = snapshot(stolen.pk)
+    for job in (mine, stolen):
+        job.state = JobState.COMPLETED
+        job.return_value = {"ok": True}
+        job.attempts = [{"attempt": 1, "status": "completed"}]
+    lost = store.complete_leased_jobs("w1", [Completion(mine, 4), Completion(stolen, 4)])
+    assert lost == {stolen.pk}
+    mine.refresh_from_db()
+    assert mine.state == JobState.COMPLETED and mine.return_value == {"ok": True}
+    assert mine.completed_at is not None
+    # The lease-owned columns are never written by a completion.
+    assert (mine.worker_id, mine.lease_epoch) == ("w1", 4)
+    assert snapshot(stolen.pk) == untouched
+
+
+def test_a_retry_runs_after_database_now_plus_the_delay():
+    job = _held()
+    job.state = JobState.RETRYING
+    job.retry_count = 1
+    assert store.complete_leased_jobs("w1", [Completion(job, 4, timedelta(seconds=30))]) == set()
+    job.refresh_from_db()
+    assert timedelta(seconds=29) < job.run_at - db_now() <= timedelta(seconds=30)
+    assert job.completed_at is None
+
+
+def test_a_missing_row_counts_as_lost():
+    job = _held()
+    Job.objects.filter(pk=job.pk).delete()
+    job.state = JobState.COMPLETED
+    assert store.complete_leased_jobs("w1", [Completion(job, 4)]) == {job.pk}
+
+
+def test_purge_removes_finished_jobs_past_their_retention_only():
+    old = db_now(-timedelta(days=10))
+    gone = JobFactory(state=JobState.COMPLETED, completed_at=old)
+    kept_failed = JobFactory(state=JobState.FAILED, completed_at=old)
+    gone_failed = JobFactory(state=JobState.CANCELLED, completed_at=db_now(-timedelta(days=40)))
+    fresh = JobFactory(state=JobState.COMPLETED, completed_at=db_now())
+    pending = JobFactory()
+    removed = store.purge_finished_jobs(
+        completed_retention=timedelta(days=7), failed_retention=timedelta(days=30), limit=100
+    )
+    assert removed == 2
+    left = set(Job.objects.values_list("pk", flat=True))
+    assert left == {kept_failed.pk, fresh.pk, pending.pk}
+    assert gone.pk not in left and gone_failed.pk not in left
+
+
+def test_purge_honours_its_limit():
+    for _ in range(3):
+        JobFactory(state=JobState.COMPLETED, completed_at=db_now(-timedelta(days=10)))
+    kwargs = {"completed_retention": timedelta(days=1), "failed_retention": timedelta(days=1)}
+    assert store.purge_finished_jobs(limit=2, **kwargs) == 2
+    assert store.purge_finished_jobs(limit=0, **kwargs) == 0
+    assert store.purge_finished_jobs(limit=2, **kwargs) == 1

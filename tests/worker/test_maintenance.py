@@ -1,0 +1,75 @@
+"""Maintenance runners in-process: election, reclaim with poison protection,
+purge and usage retention, stale worker rows."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+
+from dispatch_jobs import store
+from dispatch_jobs.models import Job, JobState, Usage, Worker
+from dispatch_jobs.worker.config import build_config
+from dispatch_jobs.worker.maintenance import LEADERSHIP, Maintenance
+from tests.factories import JobFactory, UsageFactory, WorkerFactory, running
+from tests.store.support import db_now
+
+pytestmark = pytest.mark.django_db
+
+
+def maintenance(worker_id: str, **options) -> Maintenance:
+    return Maintenance(build_config({"worker_id": worker_id, **options}), threading.Event())
+
+
+def test_only_the_elected_worker_runs_the_runners():
+    expired = JobFactory(**running("dead", 1, lease_expires_at=db_now(-timedelta(seconds=5))))
+    first, second = maintenance("a"), maintenance("b")
+    second_ran = []
+    second.runners[0].run = lambda: second_ran.append(1) or 0  # type: ignore[method-assign]
+    first.run_once()
+    second.run_once()
+    assert first.is_leader and not second.is_leader
+    assert store.leader_of(LEADERSHIP) == "a"
+    assert second_ran == []
+    expired.refresh_from_db()
+    assert (expired.state, expired.evict_count) == (JobState.PENDING, 1)
+
+
+def test_reclaim_fails_a_job_evicted_more_than_max_evictions():
+    poison = JobFactory(
+        **running("dead", 3, lease_expires_at=db_now(-timedelta(seconds=5))), evict_count=2
+    )
+    maintenance("a", max_evictions=2).run_once()
+    poison.refresh_from_db()
+    assert poison.state == JobState.FAILED and poison.evict_count == 3
+    assert poison.retry_count == 0
+
+
+@override_settings(
+    DISPATCH_JOBS={
+        "COMPLETED_RETENTION": timedelta(days=1),
+        "USAGE_RETENTION": timedelta(days=1),
+        "WORKER_STALE_AFTER": timedelta(minutes=1),
+    }
+)
+def test_purge_usage_retention_and_stale_workers():
+    old = db_now(-timedelta(days=2))
+    JobFactory(state=JobState.COMPLETED, completed_at=old)
+    kept = JobFactory(state=JobState.COMPLETED, completed_at=db_now())
+    UsageFactory(recorded_at=old)
+    fresh_usage = UsageFactory()
+    WorkerFactory(id="stale", last_seen_at=db_now(-timedelta(minutes=5)))
+    WorkerFactory(id="alive")
+    maintenance("a").run_once()
+    assert list(Job.objects.values_list("pk", flat=True)) == [kept.pk]
+    assert list(Usage.objects.values_list("pk", flat=True)) == [fresh_usage.pk]
+    assert list(Worker.objects.values_list("id", flat=True)) == ["alive"]
+
+
+@override_settings(DISPATCH_JOBS={"PURGE_ENABLED": False, "COMPLETED_RETENTION": timedelta(1)})
+def test_a_disabled_runner_does_not_run():
+    JobFactory(state=JobState.COMPLETED, completed_at=db_now(-timedelta(days=2)))
+    maintenance("a").run_once()
+    assert Job.objects.count() == 1
