@@ -57,7 +57,11 @@ class Heartbeat:
     def _run(self) -> None:
         try:
             while not self.stop.wait(self.config.heartbeat.total_seconds()):
-                self.beat()
+                try:
+                    self.beat()
+                except Exception:  # noqa: BLE001 - the next beat must still happen
+                    logger.exception("Heartbeat failed; retrying at the next beat.")
+                    reset_connection()
         finally:
             connections.close_all()
 

@@ -76,13 +76,18 @@ class Maintenance:
     def _run(self) -> None:
         try:
             while True:
-                self.run_once()
+                try:
+                    self.run_once()
+                except Exception:  # noqa: BLE001 - one bad tick must not end maintenance
+                    logger.exception("Maintenance tick failed; retrying at the next tick.")
+                    reset_connection()
                 if self.stop.wait(self.tick):
                     break
             if self.is_leader:
+                # Hand the duty over at once rather than after the lease lapses.
                 store.release_leadership(LEADERSHIP, self.config.worker_id)
-        except Exception:  # noqa: BLE001 - a dying maintenance thread must say why
-            logger.exception("Maintenance stopped unexpectedly.")
+        except Exception:  # noqa: BLE001 - the worker is stopping anyway
+            logger.warning("Could not release the maintenance leadership.", exc_info=True)
         finally:
             connections.close_all()
 

@@ -30,7 +30,8 @@ def _setup(db_name: str) -> None:
 def claim_until_empty(
     db_name: str, worker_id: str, limit: int, ready: Queue, go: Event, results: Queue
 ) -> None:
-    """Claim with small limits until no ready job is left; report what was claimed."""
+    """Claim with small limits and complete each job through the fenced write, as a
+    worker does, until no ready job is left; report what was claimed."""
     claimed: list[int] = []
     errors: list[str] = []
     try:
@@ -39,7 +40,7 @@ def claim_until_empty(
 
         ready.put(worker_id)
         go.wait(DEADLINE_SECONDS)
-        claimed = claim_loop(worker_id, limit, time.monotonic() + DEADLINE_SECONDS)
+        claimed = claim_loop(worker_id, limit, time.monotonic() + DEADLINE_SECONDS, complete=True)
     except BaseException:  # noqa: BLE001 - the parent asserts there were none
         errors.append(traceback.format_exc())
     results.put((worker_id, claimed, errors))

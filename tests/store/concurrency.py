@@ -12,8 +12,11 @@ from dispatch_jobs.models import Job, JobState
 from dispatch_jobs.store import ClaimOptions
 
 
-def claim_loop(worker_id: str, limit: int, deadline: float) -> list[int]:
+def claim_loop(worker_id: str, limit: int, deadline: float, *, complete: bool = False) -> list[int]:
     """Claim (granting leases) until no pending job is left; the claimed ids.
+
+    With ``complete``, each claimed job is then finished through the fenced write,
+    as a worker does, so claims contend with completions for the write lock too.
 
     An empty claim is not the end by itself: on PostgreSQL and MariaDB a row
     locked by another claimer is skipped, so stop only once none is pending.
@@ -30,6 +33,9 @@ def claim_loop(worker_id: str, limit: int, deadline: float) -> list[int]:
                 )
             )
             claimed += [job.pk for job in jobs]
+            for job in jobs if complete else ():
+                job.state = JobState.COMPLETED
+                store.update_leased_job(job, worker_id, job.lease_epoch)
             if not jobs and not Job.objects.filter(state=JobState.PENDING).exists():
                 break
         return claimed

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.test import override_settings
 
-from dispatch_jobs.compat import task_finished, task_started
+from dispatch_jobs.compat import task_backends, task_finished, task_started
 from dispatch_jobs.models import Job, JobState, Usage
 from dispatch_jobs.scope import scope
 from dispatch_jobs.worker import drain
@@ -147,6 +147,7 @@ def test_drain_respects_queues_and_max_jobs():
 
 def test_signals_are_sent_with_the_backend_class_and_failure_inside_except():
     seen: list[tuple[str, str, bool]] = []
+    senders: list[type] = []
 
     def on_started(sender, task_result, **kwargs):
         seen.append(("started", task_result.status, False))
@@ -155,7 +156,7 @@ def test_signals_are_sent_with_the_backend_class_and_failure_inside_except():
         import sys
 
         seen.append(("finished", task_result.status, sys.exc_info()[0] is not None))
-        assert isinstance(sender, type)
+        senders.append(sender)
 
     task_started.connect(on_started)
     task_finished.connect(on_finished)
@@ -173,6 +174,7 @@ def test_signals_are_sent_with_the_backend_class_and_failure_inside_except():
         ("started", "RUNNING", False),
         ("finished", "FAILED", True),
     ]
+    assert senders == [type(task_backends["default"])] * 2
 
 
 def test_a_failing_task_finished_receiver_does_not_lose_the_outcome():
