@@ -18,6 +18,7 @@ from typing import Any, cast
 from django.contrib import messages
 from django.contrib.admin import helpers
 from django.contrib.admin.models import CHANGE, DELETION, LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -220,15 +221,7 @@ class JobActionsMixin:
         # Captured before the action: a deleted job can still be named in the log.
         before = {job.id: job for job in Job.objects.using(db.alias()).filter(id__in=ids)}
         report = action.run(ids)
-        for job_id in report.done:
-            job = before.get(job_id)
-            if job is not None:
-                LogEntry.objects.log_actions(
-                    user_id=cast(int, request.user.pk),
-                    queryset=[job],
-                    action_flag=action.log_flag,
-                    change_message=action.log_message(report, job_id),
-                )
+        _log(request, action, report, before)
         level = messages.SUCCESS if report.done and not report.skipped else messages.WARNING
         messages.add_message(request, level, _describe(action, report))
         return HttpResponseRedirect(next_url)
@@ -239,6 +232,27 @@ class JobActionsMixin:
         ):
             return candidate
         return reverse("admin:dispatch_jobs_job_changelist")
+
+
+def _log(
+    request: HttpRequest, action: JobAction, report: OperationReport, jobs: dict[int, Job]
+) -> None:
+    """One admin-log entry per job changed, written in one INSERT."""
+    content_type = ContentType.objects.get_for_model(Job)
+    LogEntry.objects.bulk_create(
+        [
+            LogEntry(
+                user_id=cast(int, request.user.pk),
+                content_type_id=content_type.pk,
+                object_id=str(job_id),
+                object_repr=str(jobs[job_id])[:200],
+                action_flag=action.log_flag,
+                change_message=action.log_message(report, job_id),
+            )
+            for job_id in report.done
+            if job_id in jobs
+        ]
+    )
 
 
 def _describe(action: JobAction, report: OperationReport) -> str:

@@ -18,7 +18,6 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils.http import urlencode
 
 from ..conf import settings
 from ..models import Job, JobState
@@ -56,10 +55,6 @@ class DeadLetterGroup:
         if seen is not None:
             self.first_seen = min(self.first_seen or seen, seen)
             self.last_seen = max(self.last_seen or seen, seen)
-
-    @property
-    def retry_query(self) -> str:
-        return urlencode({"task": self.task, "error": self.error_class})
 
 
 def _dead_letters() -> QuerySet[Job]:

@@ -8,7 +8,7 @@ store's operator actions change them.
 from __future__ import annotations
 
 import json
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib import admin, messages
@@ -19,6 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import path, reverse
 from django.utils.dateparse import parse_datetime
 from django.utils.http import urlencode
+from django.utils.timezone import localtime
 
 from .. import store
 from ..conf import settings
@@ -55,9 +56,9 @@ class JobAdmin(JobActionsMixin, admin.ModelAdmin):
         "state",
         "priority",
         "tries",
-        "run_at",
-        "created_at",
-        "completed_at",
+        "due",
+        "enqueued",
+        "finished",
         "worker_id",
     )
     list_display_links = ("id", "name")
@@ -94,6 +95,18 @@ class JobAdmin(JobActionsMixin, admin.ModelAdmin):
     @admin.display(description="tries")
     def tries(self, job: Job) -> str:
         return f"{job.retry_count}/{job.max_retries}"
+
+    @admin.display(description="run at")
+    def due(self, job: Job) -> str:
+        return _compact(job.run_at)
+
+    @admin.display(description="enqueued")
+    def enqueued(self, job: Job) -> str:
+        return _compact(job.created_at)
+
+    @admin.display(description="finished")
+    def finished(self, job: Job) -> str:
+        return _compact(job.completed_at)
 
     # --- Permissions: read-only rows; each action has its own permission.
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -273,6 +286,16 @@ class JobAdmin(JobActionsMixin, admin.ModelAdmin):
                 if not (a.name == "retry" and replayed_by is not None)  # once only
             ],
         }
+
+
+def _compact(moment: datetime | None) -> str:
+    """A list cell's time: "11-30 16:04:05" in the current time zone (the year
+    only when it is not this one)."""
+    if moment is None:
+        return "–"
+    moment = localtime(moment)
+    shape = "%m-%d %H:%M:%S" if moment.year == localtime().year else "%Y-%m-%d %H:%M"
+    return moment.strftime(shape)
 
 
 def _action_link(name: str, job_id: int, next_url: str) -> str:

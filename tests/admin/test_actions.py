@@ -147,7 +147,7 @@ def test_apply_to_all_matching_is_capped(admin_client_):
     jobs = builders.failed(4)
     builders.enqueue(2)
     # As Django's actions.js posts it: the page's ticked rows plus select_across.
-    across = {"action": "retry_jobs", "select_across": "1", "index": "0"}
+    across: dict[str, object] = {"action": "retry_jobs", "select_across": "1", "index": "0"}
     across["_selected_action"] = [str(jobs[0].pk)]
     with override_settings(DISPATCH_JOBS={"ADMIN_BULK_CAP": 3}):
         refused = admin_client_.post(LIST + "?state=failed", across, follow=True)

@@ -30,11 +30,10 @@ def _row(response, name: str):
     TASKS={"default": {"BACKEND": "dispatch_jobs.backend.DispatchBackend", "QUEUES": ["mail"]}}
 )
 def test_queues_show_counts_and_the_oldest_ready_age(admin_client_):
+    now = db.database_now()
     builders.enqueue(3, queue="mail")
-    later = builders.enqueue(1, queue="mail")[0]
-    Job.objects.filter(pk=later.pk).update(run_at=db.now_plus(timedelta(hours=1)))
-    oldest = builders.enqueue(1, queue="mail")[0]
-    Job.objects.filter(pk=oldest.pk).update(run_at=db.now_minus(timedelta(minutes=10)))
+    builders.enqueue(1, queue="mail", run_at=now + timedelta(hours=1))
+    builders.enqueue(1, queue="mail", run_at=now - timedelta(minutes=10))
     builders.running(1, queue="mail")
     builders.failed(2, queue="mail")
     response = admin_client_.get(QUEUES)
@@ -82,6 +81,7 @@ def test_workers_show_capacity_heartbeat_staleness_and_held_jobs(admin_client_):
         "w-live", hostname="h1", pid=11, queues=["default"], concurrency=4, capacity={"cpu": 2000}
     )
     store.register_worker("w-old", hostname="h2", pid=12, queues=["mail"], concurrency=1)
+    # Test-only: no store path makes a worker fall silent but time itself.
     Worker.objects.filter(id="w-old").update(last_seen_at=db.now_minus(timedelta(hours=1)))
     held = builders.claim(builders.enqueue(2), worker_id="w-live")
     response = admin_client_.get(reverse("admin:dispatch_jobs_worker_changelist"))
