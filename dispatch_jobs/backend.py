@@ -20,8 +20,9 @@ a tasks module, possibly before the app registry is ready.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from django.apps import apps
 from django.conf import settings as django_settings
@@ -95,8 +96,11 @@ class DispatchBackend(compat.BaseTaskBackend):
 
         capacities = self._capacities_for([task], calls)
         self.validate_task(task)  # once for the batch: it is the same task each time
+        cap = settings.max_payload_bytes  # once for the batch: a settings read is costly
         jobs = [
-            self._build_job(task, args, kwargs, capacities, task_validated=True)
+            self._build_job(
+                task, args, kwargs, capacities, task_validated=True, max_payload_bytes=cap
+            )
             for args, kwargs in calls
         ]
         created = store.enqueue_jobs(jobs)
@@ -159,14 +163,13 @@ class DispatchBackend(compat.BaseTaskBackend):
         capacities: Sequence[Mapping[str, int]],
         *,
         task_validated: bool = False,
+        max_payload_bytes: int | None = None,
     ) -> Job:
         """Validate one call and build its unsaved row. Raises before any write."""
-        from .models import Job
-
         definition = _as_dispatch_task(task)
         if not task_validated:
             self.validate_task(definition)
-        check_arguments(definition, args, kwargs)
+        check_arguments(definition, args, kwargs, max_payload_bytes)
         scope = definition.scope or current_scope()
         check_scope(definition, scope)
         requests, limits = definition.resolve_resources(args, kwargs)
@@ -190,7 +193,7 @@ class DispatchBackend(compat.BaseTaskBackend):
         if run_at is not None:
             # Omitted otherwise: the column's default is the database's now.
             fields["run_at"] = run_at
-        return Job(**fields)
+        return _new_job(fields)
 
     def _capacities_for(
         self, tasks: Sequence[compat.Task], calls: Sequence[Any]
@@ -209,6 +212,37 @@ class DispatchBackend(compat.BaseTaskBackend):
         # Django's contract: the sender is the backend class.
         compat.task_enqueued.send(type(self), task_result=result)
         return result
+
+
+def _new_job(values: Mapping[str, Any]) -> Job:
+    """``Job(**values)`` through the model's positional constructor, which skips
+    the keyword path's per-field lookups: several times cheaper, and enqueue_many
+    builds one row per call."""
+    from .models import Job
+
+    row = [
+        values[name] if name in values else (make() if make else constant)
+        for name, make, constant in _layout()
+    ]
+    # cast: the stubs type the constructor's keyword form only.
+    return cast(Any, Job)(*row)
+
+
+@functools.cache
+def _layout() -> tuple[tuple[str, Callable[[], Any] | None, Any], ...]:
+    """(name, default factory, constant default) per concrete field of Job, in
+    constructor order. A callable default (dict, list) is called per row, as the
+    model does; any other default is the same value every time, so it is read
+    once (the model hands out the same object too)."""
+    from .models import Job
+
+    layout = []
+    for field in Job._meta.concrete_fields:
+        if field.has_default() and callable(field.default):
+            layout.append((field.attname, field.default, None))
+        else:
+            layout.append((field.attname, None, field.get_default()))
+    return tuple(layout)
 
 
 def _as_dispatch_task(task: compat.Task) -> DispatchTask:

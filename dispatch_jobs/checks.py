@@ -50,15 +50,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             )
     for key in _POSITIVE_INTS + _NON_NEGATIVE_INTS:
         if key in value:
-            item = value[key]
             low = 1 if key in _POSITIVE_INTS else 0
-            if isinstance(item, bool) or not isinstance(item, int) or item < low:
-                errors.append(
-                    Error(
-                        f"DISPATCH_JOBS[{key!r}] must be an integer >= {low}, got {item!r}.",
-                        id="dispatch_jobs.E004",
-                    )
-                )
+            errors += _check_integer(key, value[key], low, "dispatch_jobs.E004")
     database = value.get("DATABASE", DEFAULTS["DATABASE"])
     if database not in django_settings.DATABASES:
         errors.append(
@@ -80,6 +73,18 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             )
         )
     return errors
+
+
+def _check_integer(key: str, item: object, low: int, check_id: str) -> list[Any]:
+    """An integer setting of at least ``low`` (``True`` and ``False`` are not integers here)."""
+    if isinstance(item, bool) or not isinstance(item, int) or item < low:
+        return [
+            Error(
+                f"DISPATCH_JOBS[{key!r}] must be an integer >= {low}, got {item!r}.",
+                id=check_id,
+            )
+        ]
+    return []
 
 
 def _check_database(alias: str) -> list[Any]:
@@ -129,19 +134,22 @@ def check_admin_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             )
         )
     for key in _ADMIN_POSITIVE_INTS:
-        item = value.get(key, DEFAULTS[key])
-        if isinstance(item, bool) or not isinstance(item, int) or item < 1:
-            errors.append(
-                Error(
-                    f"DISPATCH_JOBS[{key!r}] must be an integer >= 1, got {item!r}.",
-                    id="dispatch_jobs.E051",
-                )
-            )
-    errors += _check_redact(value.get("REDACT", DEFAULTS["REDACT"]))
+        errors += _check_integer(key, value.get(key, DEFAULTS[key]), 1, "dispatch_jobs.E051")
+    errors += _check_callable_path(
+        "REDACT", value, "(value, *, job, field) -> value", "dispatch_jobs.E052"
+    )
     return errors
 
 
-def _check_redact(path: Any) -> list[Any]:
+def _check_callable_path(
+    key: str, value: dict[str, Any], signature: str, check_id: str
+) -> list[Any]:
+    """A setting that names a callable by dotted path; unset ("" or None) is fine.
+
+    The path is imported now, so a wrong one fails ``manage.py check`` rather than
+    the first job or request that needs it.
+    """
+    path = value.get(key, DEFAULTS[key])
     if path in ("", None):
         return []
     from django.utils.module_loading import import_string
@@ -156,9 +164,8 @@ def _check_redact(path: Any) -> list[Any]:
         return []
     return [
         Error(
-            f"DISPATCH_JOBS['REDACT'] = {path!r} must name a callable "
-            f"(value, *, job, field) -> value, but {reason}.",
-            id="dispatch_jobs.E052",
+            f"DISPATCH_JOBS[{key!r}] = {path!r} must name a callable {signature}, but {reason}.",
+            id=check_id,
         )
     ]
 
@@ -170,26 +177,12 @@ def check_tasks_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     value = getattr(django_settings, "DISPATCH_JOBS", {})
     if not isinstance(value, dict):
         return []  # E001 already says so
-    path = value.get("SCOPE_FROM_REQUEST", DEFAULTS["SCOPE_FROM_REQUEST"])
-    if path in ("", None):
-        return []
-    from django.utils.module_loading import import_string
-
-    try:
-        func = import_string(path) if isinstance(path, str) else None
-    except ImportError as exc:
-        func, reason = None, f"it cannot be imported ({exc})"
-    else:
-        reason = "it is not callable" if isinstance(path, str) else "it is not a dotted path"
-    if callable(func):
-        return []
-    return [
-        Error(
-            f"DISPATCH_JOBS['SCOPE_FROM_REQUEST'] = {path!r} must name a callable "
-            f"(request) -> Scope | (app_id, org_id) | None, but {reason}.",
-            id="dispatch_jobs.E103",
-        )
-    ]
+    return _check_callable_path(
+        "SCOPE_FROM_REQUEST",
+        value,
+        "(request) -> Scope | (app_id, org_id) | None",
+        "dispatch_jobs.E103",
+    )
 
 
 # --- The runjobs worker's settings (docs/worker.md). Ids E030-E039 and W030.

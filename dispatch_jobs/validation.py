@@ -6,10 +6,11 @@ caller can fix the call site without reading a worker's log.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -60,14 +61,22 @@ def check_task_fields(task: compat.Task) -> None:
         )
 
 
-def check_arguments(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-    """JSON-only values, a signature they bind to, and a payload under the cap."""
+def check_arguments(
+    task: compat.Task,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    max_payload_bytes: int | None = None,
+) -> None:
+    """JSON-only values, a signature they bind to, and a payload under the cap
+    (``max_payload_bytes``, default the setting: a caller checking many calls
+    reads it once)."""
     for index, value in enumerate(args):
         _check_json(task, f"args[{index}]", value)
     for key, value in kwargs.items():
         _check_json(task, f"kwargs[{key!r}]", value)
     _check_binding(task, args, kwargs)
-    _check_size(task, args, kwargs)
+    cap = settings.max_payload_bytes if max_payload_bytes is None else max_payload_bytes
+    _check_size(task, args, kwargs, cap)
 
 
 def check_scope(task: compat.Task, scope: Scope) -> None:
@@ -147,8 +156,22 @@ def _json_problem(value: object, path: str) -> tuple[str, object, str] | None:
     return (path, value, "is not JSON-serialisable")
 
 
+@functools.lru_cache(maxsize=1024)
+def _cached_signature(func: Callable[..., Any]) -> inspect.Signature:
+    return inspect.signature(func)
+
+
+def _signature(func: Callable[..., Any]) -> inspect.Signature:
+    """The function's signature, computed once per function: ``inspect.signature``
+    costs more than the rest of an enqueue's validation together."""
+    try:
+        return _cached_signature(func)
+    except TypeError:  # an unhashable callable
+        return inspect.signature(func)
+
+
 def _check_binding(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-    signature = inspect.signature(task.func)
+    signature = _signature(task.func)
     # The worker passes the TaskContext first; the caller never does.
     bound_args = (None, *args) if task.takes_context else tuple(args)
     try:
@@ -163,12 +186,13 @@ def _check_binding(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, 
         ) from exc
 
 
-def _check_size(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+def _check_size(
+    task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any], cap: int
+) -> None:
     # Imported here: this module loads with the backend, before models are ready.
     from . import store
 
     size = store.payload_size(task.module_path, {"args": list(args), "kwargs": dict(kwargs)})
-    cap = settings.max_payload_bytes
     if size <= cap:
         return
     parts = [(f"args[{i}]", v) for i, v in enumerate(args)]

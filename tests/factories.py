@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import factory
+from django.db.models import Model
 
 from dispatch_jobs import store
 from dispatch_jobs.models import Job, JobState, Usage, Worker
@@ -35,7 +36,23 @@ _AFTER_ENQUEUE = frozenset(
 )
 
 
-class JobFactory(factory.django.DjangoModelFactory[Job]):
+class StoreFactory[M: Model](factory.django.DjangoModelFactory[M]):
+    """A model factory whose ``create()`` and ``build()`` are typed as the model
+    (factory-boy's ``Factory`` leaves them untyped)."""
+
+    class Meta:
+        abstract = True
+
+    @classmethod
+    def create(cls, **kwargs: Any) -> M:
+        return super().create(**kwargs)
+
+    @classmethod
+    def build(cls, **kwargs: Any) -> M:
+        return super().build(**kwargs)
+
+
+class JobFactory(StoreFactory[Job]):
     """A pending job in queue ``default``; pass ``state=...`` etc. for other rows."""
 
     class Meta:
@@ -67,7 +84,7 @@ def running(worker_id: str = "w1", epoch: int = 1, **extra: Any) -> dict[str, An
     return {"state": JobState.RUNNING, "worker_id": worker_id, "lease_epoch": epoch, **extra}
 
 
-class UsageFactory(factory.django.DjangoModelFactory[Usage]):
+class UsageFactory(StoreFactory[Usage]):
     """One recorded attempt, written through ``store.record_usage``."""
 
     class Meta:
@@ -90,7 +107,7 @@ class UsageFactory(factory.django.DjangoModelFactory[Usage]):
         return usage
 
 
-class WorkerFactory(factory.django.DjangoModelFactory[Worker]):
+class WorkerFactory(StoreFactory[Worker]):
     """A registered worker, written through ``store.register_worker``."""
 
     class Meta:

@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.admin.options import ShowFacets
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
@@ -27,7 +26,7 @@ from ..models import Job, JobState, Usage
 from ..store import db
 from . import deadletter, filters, values
 from .actions import CHANGELIST_ACTIONS, JobActionsMixin
-from .paging import SORT_VAR, KeysetChangeList, KeysetPaginator, SortKey
+from .paging import KeysetModelAdmin, SortKey
 
 # The whitelist: each order is (key, id) in one direction, served by the index named.
 JOB_SORT_KEYS = (
@@ -48,7 +47,7 @@ _LIST_DEFERRED = ("payload", "return_value", "attempts", "last_error", "resource
 
 
 @admin.register(Job)
-class JobAdmin(JobActionsMixin, admin.ModelAdmin):
+class JobAdmin(JobActionsMixin, KeysetModelAdmin):
     list_display = (
         "id",
         "name",
@@ -80,17 +79,11 @@ class JobAdmin(JobActionsMixin, admin.ModelAdmin):
         '{"user_id": 7} (keyword arguments) or [7] (positional) finds jobs by '
         "argument content (PostgreSQL only)."
     )
-    sortable_by = ()
-    show_facets = ShowFacets.NEVER
-    show_full_result_count = False
     actions = CHANGELIST_ACTIONS
     sort_keys = JOB_SORT_KEYS
+    list_deferred = _LIST_DEFERRED
     change_list_template = "dispatch_jobs/admin/job/change_list.html"
     change_form_template = "dispatch_jobs/admin/job/detail.html"
-
-    @property
-    def list_per_page(self) -> int:  # type: ignore[override]
-        return settings.list_page_size
 
     @admin.display(description="tries")
     def tries(self, job: Job) -> str:
@@ -133,26 +126,6 @@ class JobAdmin(JobActionsMixin, admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
         return Job.objects.using(db.alias()).all()
-
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[KeysetChangeList]:
-        return KeysetChangeList
-
-    def get_sort_key(self, request: HttpRequest) -> SortKey:
-        wanted = request.GET.get(SORT_VAR, "")
-        return next((key for key in self.sort_keys if key.value == wanted), self.sort_keys[0])
-
-    # By design not a Paginator (it never counts), hence the override.
-    def get_paginator(  # type: ignore[override]
-        self,
-        request: HttpRequest,
-        queryset: QuerySet[Job],
-        per_page: int,
-        orphans: int = 0,
-        allow_empty_first_page: bool = True,
-    ) -> KeysetPaginator:
-        return KeysetPaginator(
-            queryset.defer(*_LIST_DEFERRED), per_page, self.get_sort_key(request)
-        )
 
     def lookup_allowed(self, lookup: str, value: str, request: Any = None) -> bool:
         # Only the declared filters' own parameters: no ad-hoc ?payload__icontains=

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, cast
 
-from django.contrib import messages
+from django.contrib import admin, messages
+from django.contrib.admin.options import ShowFacets
 from django.contrib.admin.views.main import ChangeList
 from django.db.models import F, Model, OrderBy, Q, QuerySet
 from django.http import HttpRequest
@@ -196,8 +197,8 @@ class KeysetAdmin(Protocol):
 class KeysetChangeList(ChangeList):
     """A ChangeList that pages with ``KeysetPaginator`` and never counts in full.
 
-    The ModelAdmin provides ``sort_keys`` (the whitelist), ``get_sort_key`` and
-    ``get_paginator``. Query parameters of its own: ``cursor`` (the page),
+    The ModelAdmin (a ``KeysetModelAdmin``) provides ``sort_keys`` (the whitelist),
+    ``get_sort_key`` and ``get_paginator``. Query parameters of its own: ``cursor`` (the page),
     ``count=exact`` (an exact count on demand), ``sort`` (handled by a list filter).
     """
 
@@ -292,3 +293,44 @@ class KeysetChangeList(ChangeList):
         """The parameters a new search keeps: filters and sort, not the page."""
         dropped = {CURSOR_VAR, COUNT_VAR, "q", "p", "e"}
         return [(k, v) for k, v in sorted(self.params.items()) if k not in dropped]
+
+
+class KeysetModelAdmin(admin.ModelAdmin):
+    """A ModelAdmin whose change list is a ``KeysetChangeList``.
+
+    Orders come only from ``sort_keys`` (the first is the default; ``?sort=``
+    picks another), pages hold ``LIST_PAGE_SIZE`` rows, and the list never sorts
+    by column header, counts facets or counts the whole table: each would read
+    every row. ``list_deferred`` names columns the list never shows, which are
+    not fetched for it.
+    """
+
+    sort_keys: tuple[SortKey, ...] = ()
+    list_deferred: tuple[str, ...] = ()
+    sortable_by = ()
+    show_facets = ShowFacets.NEVER
+    show_full_result_count = False
+
+    @property
+    def list_per_page(self) -> int:  # type: ignore[override]
+        return settings.list_page_size
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[KeysetChangeList]:
+        return KeysetChangeList
+
+    def get_sort_key(self, request: HttpRequest) -> SortKey:
+        wanted = request.GET.get(SORT_VAR, "")
+        return next((key for key in self.sort_keys if key.value == wanted), self.sort_keys[0])
+
+    # By design not a Paginator (it never counts), hence the override.
+    def get_paginator(  # type: ignore[override]
+        self,
+        request: HttpRequest,
+        queryset: QuerySet[Any],
+        per_page: int,
+        orphans: int = 0,
+        allow_empty_first_page: bool = True,
+    ) -> KeysetPaginator:
+        if self.list_deferred:
+            queryset = queryset.defer(*self.list_deferred)
+        return KeysetPaginator(queryset, per_page, self.get_sort_key(request))

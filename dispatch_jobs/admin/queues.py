@@ -18,7 +18,6 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.db.models.functions import Now
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
@@ -27,6 +26,7 @@ from ..conf import settings
 from ..models import READY_STATES, Job, JobState, QueueControl, Worker
 from ..store import db
 from .paging import bounded_count
+from .readonly import OverviewAdmin
 from .safety import QueryTooBroad, bounded_queries
 
 
@@ -110,17 +110,11 @@ def queue_rows() -> list[QueueRow]:
 
 
 @admin.register(QueueControl)
-class QueueControlAdmin(admin.ModelAdmin):
+class QueueControlAdmin(OverviewAdmin):
     """Read-only overview with pause/resume buttons (``pause_queue`` permission)."""
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    overview_title = "Queues"
+    overview_template = "dispatch_jobs/admin/queues.html"
 
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("dispatch_jobs.pause_queue")
@@ -133,9 +127,7 @@ class QueueControlAdmin(admin.ModelAdmin):
             *super().get_urls(),
         ]
 
-    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
-        if not self.has_view_permission(request):
-            raise PermissionDenied
+    def overview_context(self, request: HttpRequest) -> dict[str, Any]:
         threshold = settings.admin_count_threshold
         try:
             with bounded_queries():
@@ -143,15 +135,11 @@ class QueueControlAdmin(admin.ModelAdmin):
         except QueryTooBroad as exc:
             messages.warning(request, str(exc))
             rows = []
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Queues",
-            "opts": self.opts,
+        return {
             "rows": rows,
             "threshold": f"{threshold:,}+",
             "can_pause": self.has_pause_permission(request),
         }
-        return TemplateResponse(request, "dispatch_jobs/admin/queues.html", context)
 
     def pause_view(self, request: HttpRequest) -> HttpResponse:
         return self._switch(request, paused=True)

@@ -13,7 +13,6 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.admin.options import ShowFacets
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
@@ -23,7 +22,8 @@ from django.urls import path
 from ..conf import settings
 from ..models import JobState, Usage
 from ..store import db
-from .paging import KeysetChangeList, KeysetPaginator, SortKey
+from .paging import KeysetModelAdmin, SortKey
+from .readonly import ReadOnlyAdmin
 from .safety import QueryTooBroad, bounded_queries
 
 USAGE_SORT_KEYS = (SortKey("-id", "Newest first", None, True, "primary key"),)
@@ -84,7 +84,9 @@ def usage_summary(window: timedelta, scan_cap: int) -> tuple[list[TaskUsage], bo
 
 
 @admin.register(Usage)
-class UsageAdmin(admin.ModelAdmin):
+class UsageAdmin(ReadOnlyAdmin, KeysetModelAdmin):
+    """Attempt records; retention (``purge_usage``) removes them, not operators."""
+
     list_display = (
         "id",
         "name",
@@ -97,44 +99,11 @@ class UsageAdmin(admin.ModelAdmin):
         "worker_id",
         "recorded_at",
     )
-    sortable_by = ()
-    show_facets = ShowFacets.NEVER
-    show_full_result_count = False
     sort_keys = USAGE_SORT_KEYS
     change_list_template = "dispatch_jobs/admin/usage/change_list.html"
 
-    @property
-    def list_per_page(self) -> int:  # type: ignore[override]
-        return settings.list_page_size
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False  # retention (purge_usage) removes records, not operators
-
     def get_queryset(self, request: HttpRequest) -> QuerySet[Usage]:
         return Usage.objects.using(db.alias()).all()
-
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[KeysetChangeList]:
-        return KeysetChangeList
-
-    def get_sort_key(self, request: HttpRequest) -> SortKey:
-        return self.sort_keys[0]
-
-    # By design not a Paginator (it never counts), hence the override.
-    def get_paginator(  # type: ignore[override]
-        self,
-        request: HttpRequest,
-        queryset: QuerySet[Usage],
-        per_page: int,
-        orphans: int = 0,
-        allow_empty_first_page: bool = True,
-    ) -> KeysetPaginator:
-        return KeysetPaginator(queryset, per_page, self.get_sort_key(request))
 
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view

@@ -8,13 +8,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
-from django.template.response import TemplateResponse
+from django.http import HttpRequest
 
 from ..conf import settings
 from ..models import Job, JobState, Worker
 from ..store import db
+from .readonly import OverviewAdmin
 
 # Three missed heartbeats and a worker is flagged as stale (it may have died;
 # reclaim will hand its jobs back when their leases expire).
@@ -55,26 +54,14 @@ def worker_rows() -> list[WorkerRow]:
 
 
 @admin.register(Worker)
-class WorkerAdmin(admin.ModelAdmin):
+class WorkerAdmin(OverviewAdmin):
     """Read-only: workers register and deregister themselves."""
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
+    overview_title = "Workers"
+    overview_template = "dispatch_jobs/admin/workers.html"
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
-        if not self.has_view_permission(request):
-            raise PermissionDenied
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Workers",
-            "opts": self.opts,
+    def overview_context(self, request: HttpRequest) -> dict[str, Any]:
+        return {
             "rows": worker_rows(),
             "stale_after": settings.heartbeat_interval * STALE_AFTER_BEATS,
         }
-        return TemplateResponse(request, "dispatch_jobs/admin/workers.html", context)

@@ -9,9 +9,13 @@ that does not fit is never written and never consumes a slot of the limit.
 
 from __future__ import annotations
 
-from django.db import transaction
-from django.db.models import Case, F, IntegerField, Q, QuerySet, Value, When
+from typing import Any
+
+from django.db import connections, transaction
+from django.db.models import BooleanField, Case, F, IntegerField, Q, QuerySet, Value, When
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Now, Replace
+from django.db.models.sql import UpdateQuery
 
 from ..exceptions import LeaseWithoutWorker
 from ..models import Job, JobState, QueueControl
@@ -33,16 +37,130 @@ def claim_jobs(opts: ClaimOptions) -> list[Job]:
     if opts.grants() and not opts.worker_id:
         raise LeaseWithoutWorker()
 
+    returning = db.vendor() in _RETURNING_VENDORS
+    jobs = _claim_returning(opts) if returning else _claim_in_steps(opts)
+    preferred = set(opts.preferred_hashes())
+    jobs.sort(key=lambda j: (-j.priority, j.primary_input_hash not in preferred, j.run_at, j.id))
+    return jobs
+
+
+# Databases with UPDATE ... RETURNING: the claim is one statement. MariaDB has
+# none (its RETURNING covers INSERT and DELETE only) and claims in steps.
+_RETURNING_VENDORS = frozenset({"postgresql", "sqlite"})
+
+
+def _claim_returning(opts: ClaimOptions) -> list[Job]:
+    """Select, lock, mark running, lease and read back in ONE statement.
+
+    PostgreSQL: ``UPDATE job SET ... WHERE id = ANY(ARRAY(SELECT id ... LIMIT n
+    FOR UPDATE SKIP LOCKED)) RETURNING *``. ``ARRAY(subquery)`` is an init plan,
+    evaluated exactly once: a plain ``IN (subquery)`` may be re-scanned by the
+    plan and, with SKIP LOCKED, answer differently each time (claiming more than
+    the limit). The sub-select's row locks are what concurrent claimers skip, as
+    in the stepwise claim, and one statement is atomic on its own (autocommit) or
+    inside the caller's transaction. SQLite: ``UPDATE ... WHERE id IN (SELECT ...
+    LIMIT n) RETURNING *`` inside an IMMEDIATE transaction, which takes the
+    database's write lock at BEGIN: no other writer can claim between the read
+    and the write.
+    """
+    alias = db.alias()
+    sql, params = _statement(alias, opts)
+    if connections[alias].vendor == "postgresql":
+        return _run(alias, sql, params)
+    with transaction.atomic(using=alias):
+        return _run(alias, sql, params)
+
+
+# Compiled claim statements by (alias, options): a worker repeats the same few
+# claims thousands of times, and compiling the ORM query costs more than the
+# database needs to run it. Bounded: cleared when full (budgets can vary).
+_STATEMENTS: dict[tuple[Any, ...], tuple[str, tuple[Any, ...]]] = {}
+_STATEMENTS_MAX = 256
+
+
+def _statement(alias: str, opts: ClaimOptions) -> tuple[str, tuple[Any, ...]]:
+    budget = None if opts.budget is None else tuple(sorted(opts.budget.items()))
+    key = (
+        alias,
+        tuple(opts.queues),
+        opts.limit,
+        budget,
+        tuple(opts.custom_keys),
+        tuple(opts.prefer_hashes),
+        opts.reserved_for,
+        opts.worker_id,
+        opts.lease_ttl,
+    )
+    found = _STATEMENTS.get(key)
+    if found is None:
+        if len(_STATEMENTS) >= _STATEMENTS_MAX:
+            _STATEMENTS.clear()
+        found = _STATEMENTS[key] = _compile(opts)
+    return found
+
+
+def _compile(opts: ClaimOptions) -> tuple[str, tuple[Any, ...]]:
+    connection = connections[db.alias()]
+    candidates = _eligible(opts).values_list("id", flat=True)[: opts.limit]
+    select_sql, select_params = candidates.query.get_compiler(db.alias()).as_sql()
+    if connection.vendor == "postgresql":
+        # Appended rather than select_for_update(): the ORM refuses to compile a
+        # locking SELECT in autocommit, though this one runs inside a single
+        # (hence atomic) statement. PostgreSQL takes it after LIMIT, as here.
+        select_sql = f"{select_sql} {connection.ops.for_update_sql(skip_locked=True)}"
+        quote = connection.ops.quote_name
+        chosen = Q(
+            RawSQL(
+                f"{quote(Job._meta.db_table)}.{quote('id')} = ANY(ARRAY({select_sql}))",
+                select_params,
+                output_field=BooleanField(),
+            )
+        )
+    else:
+        chosen = Q(id__in=RawSQL(select_sql, select_params))
+    sql, params = _update_sql(opts, chosen)
+    columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in Job._meta.concrete_fields)
+    return f"{sql} RETURNING {columns}", params
+
+
+def _run(alias: str, sql: str, params: tuple[Any, ...]) -> list[Job]:
+    """Execute the claim and build its rows into jobs (Django's converters, the
+    model's positional constructor: the cheapest way the ORM offers)."""
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return []
+    fields = Job._meta.concrete_fields
+    compiler = Job.objects.using(alias).none().query.get_compiler(alias)
+    converters = compiler.get_converters([f.get_col(Job._meta.db_table) for f in fields])
+    if converters:
+        rows = list(compiler.apply_converters(rows, converters))
+    names = [f.attname for f in fields]
+    return [Job.from_db(alias, names, row) for row in rows]
+
+
+def _update_sql(opts: ClaimOptions, chosen: Q) -> tuple[str, tuple[Any, ...]]:
+    """``UPDATE job SET <claim changes> WHERE <chosen>``, compiled by the ORM so
+    the changes (database-clock arithmetic included) are written once."""
+    query = UpdateQuery(Job)
+    query.add_update_values(_claim_changes(opts))
+    query.add_q(chosen)
+    sql, params = query.get_compiler(db.alias()).as_sql()
+    return sql, tuple(params)
+
+
+def _claim_in_steps(opts: ClaimOptions) -> list[Job]:
+    """MariaDB: lock the candidates (``FOR UPDATE SKIP LOCKED``), update them,
+    read them back, all in one transaction."""
     with transaction.atomic(using=db.alias()):
         candidates = _eligible(opts).select_for_update(skip_locked=True)
         ids = list(candidates.values_list("id", flat=True)[: opts.limit])
         if not ids:
             return []
         Job.objects.using(db.alias()).filter(id__in=ids).update(**_claim_changes(opts))
-        jobs = list(Job.objects.using(db.alias()).filter(id__in=ids))
-    preferred = set(opts.preferred_hashes())
-    jobs.sort(key=lambda j: (-j.priority, j.primary_input_hash not in preferred, j.run_at, j.id))
-    return jobs
+        return list(Job.objects.using(db.alias()).filter(id__in=ids))
 
 
 def _eligible(opts: ClaimOptions) -> QuerySet[Job]:

@@ -58,7 +58,9 @@ def renew_leases(worker_id: str, leases: Iterable[tuple[int, int, timedelta]]) -
                 fence |= Q(id=job_id, lease_epoch=epoch)
             rows = _jobs().filter(fence, state=JobState.RUNNING, worker_id=worker_id)
             # Lock first so the set we report as renewed is exactly the set updated.
-            kept = set(rows.select_for_update().values_list("id", flat=True))
+            # Lock in id order, the order the completer's batches lock in, so a
+            # renewal and a completion never deadlock each other.
+            kept = set(rows.order_by("id").select_for_update().values_list("id", flat=True))
             if kept:
                 _jobs().filter(id__in=kept).update(
                     lease_expires_at=db.now_plus(ttl), heartbeat_at=Now()
@@ -117,6 +119,7 @@ def release_leases(
         ids = list(
             _jobs()
             .filter(fence, state=JobState.RUNNING, worker_id=worker_id)
+            .order_by("id")  # the completer's lock order: no deadlock with it
             .select_for_update()
             .values_list("id", flat=True)
         )
@@ -152,6 +155,19 @@ def _evict(ids: list[int], max_evictions: int | None) -> list[Job]:
     return list(_jobs().filter(id__in=ids).order_by("id"))
 
 
+def _fenced_update_values(job: Job) -> dict[str, object]:
+    """What a fenced write of ``job`` sets: every column but the lease-owned ones,
+    the id and the creation time, taken from ``job``; and ``updated_at``, now."""
+    values: dict[str, object] = {
+        field.attname: getattr(job, field.attname)
+        for field in Job._meta.concrete_fields
+        if field.attname not in _NOT_WRITTEN_BY_FENCED_UPDATE
+        and field.name not in _NOT_WRITTEN_BY_FENCED_UPDATE
+    }
+    values["updated_at"] = Now()
+    return values
+
+
 def update_leased_job(job: Job, worker_id: str, epoch: int) -> None:
     """Persist ``job`` only while the caller still holds its lease.
 
@@ -161,14 +177,7 @@ def update_leased_job(job: Job, worker_id: str, epoch: int) -> None:
     ``LeaseLost`` (row untouched) when the fence fails, ``JobNotFound`` when the
     row is gone.
     """
-    values = {
-        field.attname: getattr(job, field.attname)
-        for field in Job._meta.concrete_fields
-        if field.attname not in _NOT_WRITTEN_BY_FENCED_UPDATE
-        and field.name not in _NOT_WRITTEN_BY_FENCED_UPDATE
-    }
-    values["updated_at"] = Now()
-    if _held(job.pk, worker_id, epoch).update(**values):
+    if _held(job.pk, worker_id, epoch).update(**_fenced_update_values(job)):
         return
     if not _jobs().filter(id=job.pk).exists():
         raise JobNotFound(job.pk)

@@ -7,7 +7,7 @@ running job's lease columns; a job a worker holds is skipped, not overwritten.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
@@ -71,20 +71,39 @@ def _unique_ids(job_ids: Iterable[int]) -> list[int]:
     return sorted({int(job_id) for job_id in job_ids})
 
 
-def _explain_skips(report: OperationReport, ids: Iterable[int]) -> None:
-    """Fill ``report.skipped`` for the ids not done with why each was not touched."""
+def _lock_available_ids(rows: QuerySet[Job]) -> list[int]:
+    """Lock ``rows`` and return their ids, inside the caller's transaction.
+
+    SKIP LOCKED: a row a claim or another operator holds right now is left out
+    (and reported as busy) rather than waited for.
+    """
+    return list(rows.select_for_update(skip_locked=True).values_list("id", flat=True))
+
+
+def _explain_skips(
+    report: OperationReport, ids: Iterable[int], why_skipped: Callable[[str], str]
+) -> None:
+    """Fill ``report.skipped`` for the ids not done: "does not exist", or what
+    ``why_skipped`` says of the job's current state."""
     done = set(report.done)
     left = [job_id for job_id in ids if job_id not in done]
     states = dict(_jobs().filter(id__in=left).values_list("id", "state"))
     for job_id in left:
         state = states.get(job_id)
-        if state is None:
-            report.skipped[job_id] = "does not exist"
-        elif state in READY_STATES:
-            # Eligible by state but locked by a claim or another operator just now.
-            report.skipped[job_id] = "is busy (being claimed or changed); try again"
-        else:
-            report.skipped[job_id] = f"is {state}; only pending or retrying jobs qualify"
+        report.skipped[job_id] = "does not exist" if state is None else why_skipped(state)
+
+
+def _why_not_ready(state: str) -> str:
+    if state in READY_STATES:
+        # Eligible by state but locked by a claim or another operator just now.
+        return "is busy (being claimed or changed); try again"
+    return f"is {state}; only pending or retrying jobs qualify"
+
+
+def _why_not_deleted(state: str) -> str:
+    if state == JobState.RUNNING:
+        return "is running; a worker holds it"
+    return "is busy (being changed); try again"
 
 
 def replay_jobs(job_ids: Iterable[int]) -> OperationReport:
@@ -146,18 +165,13 @@ def _change_ready_jobs(
     report = OperationReport(action)
     ids = _unique_ids(job_ids)
     with transaction.atomic(using=db.alias()):
-        locked = list(
-            _jobs()
-            .filter(id__in=ids, state__in=READY_STATES)
-            .select_for_update(skip_locked=True)
-            .values_list("id", flat=True)
-        )
+        locked = _lock_available_ids(_jobs().filter(id__in=ids, state__in=READY_STATES))
         if locked:
             _jobs().filter(id__in=locked, state__in=READY_STATES).update(
                 **changes, updated_at=Now()
             )
     report.done = sorted(locked)
-    _explain_skips(report, ids)
+    _explain_skips(report, ids, _why_not_ready)
     return report
 
 
@@ -179,24 +193,9 @@ def delete_jobs(job_ids: Iterable[int]) -> OperationReport:
     report = OperationReport("delete")
     ids = _unique_ids(job_ids)
     with transaction.atomic(using=db.alias()):
-        deletable = list(
-            _jobs()
-            .filter(id__in=ids)
-            .exclude(state=JobState.RUNNING)
-            .select_for_update(skip_locked=True)
-            .values_list("id", flat=True)
-        )
+        deletable = _lock_available_ids(_jobs().filter(id__in=ids).exclude(state=JobState.RUNNING))
         if deletable:
             _jobs().filter(id__in=deletable).exclude(state=JobState.RUNNING).delete()
     report.done = sorted(deletable)
-    ids_left = [job_id for job_id in ids if job_id not in deletable]
-    states = dict(_jobs().filter(id__in=ids_left).values_list("id", "state"))
-    for job_id in ids_left:
-        state = states.get(job_id)
-        if state is None:
-            report.skipped[job_id] = "does not exist"
-        elif state == JobState.RUNNING:
-            report.skipped[job_id] = "is running; a worker holds it"
-        else:
-            report.skipped[job_id] = "is busy (being changed); try again"
+    _explain_skips(report, ids, _why_not_deleted)
     return report

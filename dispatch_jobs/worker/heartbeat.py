@@ -86,7 +86,8 @@ class Heartbeat:
                 self.lose(entry)
 
     def lose(self, entry: Held) -> None:
-        """The lease moved on: cancel the handler and discard its outcome."""
+        """The lease moved on: cancel the handler and discard its outcome. An outcome
+        already handed to the completer is refused there by the fence instead."""
         entry.cancellation.cancel(LEASE_LOST)
         if entry.drop():
             logger.warning(
@@ -94,7 +95,7 @@ class Heartbeat:
                 "its outcome.",
                 entry.job.pk,
             )
-        self.on_lost(entry)
+            self.on_lost(entry)
 
     def enforce_timeouts(self) -> None:
         now = time.monotonic()

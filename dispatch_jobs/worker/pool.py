@@ -11,8 +11,8 @@ Threads and what they own:
 - the maintenance thread runs the elected runners; the listener thread (on
   PostgreSQL) wakes the fetch loop on NOTIFY.
 
-A slot is held from claim until the outcome is written (or the job is dropped),
-so the heartbeat keeps renewing a lease until its outcome is safely stored.
+A slot is taken from claim until the handler returns; the lease is held (and
+renewed by the heartbeat) until the outcome is safely stored or the job dropped.
 """
 
 from __future__ import annotations

@@ -39,6 +39,8 @@ def retry_transient[T](
         try:
             return action()
         except TRANSIENT_ERRORS as exc:
+            if connections[db.alias()].in_atomic_block:
+                raise  # inside the caller's transaction: only its owner can recover
             logger.warning(
                 "Transient database error while %s (retrying in %.2fs): %s", what, delay, exc
             )

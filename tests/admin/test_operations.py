@@ -6,13 +6,14 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection, connections
 
 from dispatch_jobs import store
 from dispatch_jobs.models import Job, JobState
 from dispatch_jobs.store import ClaimOptions
 
 from . import builders
+from .locks import held_elsewhere
 
 
 def _claim_all(queue: str = "default") -> list[Job]:
@@ -126,25 +127,12 @@ def test_cancel_skips_a_row_a_claimer_has_locked():
             "cancel waits for it to finish instead of skipping the row"
         )
     job = builders.enqueue(1, queue="locked")[0]
-    locked, release = threading.Event(), threading.Event()
 
     def claimer() -> None:
-        try:
-            with transaction.atomic():
-                list(Job.objects.select_for_update().filter(pk=job.pk))
-                locked.set()
-                release.wait(timeout=30)
-        finally:
-            connections.close_all()
+        list(Job.objects.select_for_update().filter(pk=job.pk))
 
-    thread = threading.Thread(target=claimer)
-    thread.start()
-    try:
-        assert locked.wait(timeout=30)
+    with held_elsewhere(claimer):
         report = store.cancel_jobs([job.pk])
-    finally:
-        release.set()
-        thread.join(timeout=30)
     assert report.done == []
     assert report.skipped[job.pk].startswith("is busy")
     assert Job.objects.get(pk=job.pk).state == JobState.PENDING

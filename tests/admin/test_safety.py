@@ -3,17 +3,17 @@ runs too long becomes a friendly message, not an error page or a pinned database
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connection
 from django.test import override_settings
 from django.urls import reverse
 
 from dispatch_jobs.admin.safety import QueryTooBroad, bounded_queries
 
 from . import builders
+from .locks import held_elsewhere
 
 NOT_POSTGRES = (
     "statement timeouts are PostgreSQL's: SQLite has none, and MariaDB's "
@@ -55,31 +55,19 @@ def test_a_job_list_that_cannot_answer_in_time_shows_a_friendly_message(admin_cl
     if connection.vendor != "postgresql":
         pytest.skip(NOT_POSTGRES)
     builders.enqueue(3)
-    locked, release = threading.Event(), threading.Event()
 
     def hold_the_table() -> None:
         # Stands in for a query that would take minutes: the list's SELECT waits on
         # this lock until the statement timeout cancels it.
-        try:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute("LOCK TABLE dispatch_jobs_job IN ACCESS EXCLUSIVE MODE")
-                locked.set()
-                release.wait(timeout=30)
-        finally:
-            connections.close_all()
+        with connection.cursor() as cursor:
+            cursor.execute("LOCK TABLE dispatch_jobs_job IN ACCESS EXCLUSIVE MODE")
 
-    thread = threading.Thread(target=hold_the_table)
-    thread.start()
-    try:
-        assert locked.wait(timeout=30)
-        with override_settings(
-            DISPATCH_JOBS={"ADMIN_STATEMENT_TIMEOUT": timedelta(milliseconds=200)}
-        ):
-            response = admin_client_.get(reverse("admin:dispatch_jobs_job_changelist"))
-            queues = admin_client_.get(reverse("admin:dispatch_jobs_queuecontrol_changelist"))
-    finally:
-        release.set()
-        thread.join(timeout=30)
+    with (
+        held_elsewhere(hold_the_table),
+        override_settings(DISPATCH_JOBS={"ADMIN_STATEMENT_TIMEOUT": timedelta(milliseconds=200)}),
+    ):
+        response = admin_client_.get(reverse("admin:dispatch_jobs_job_changelist"))
+        queues = admin_client_.get(reverse("admin:dispatch_jobs_queuecontrol_changelist"))
     assert response.status_code == 200
     assert "Narrow the filter" in response.content.decode()
     assert list(response.context["cl"].result_list) == []

@@ -3,17 +3,11 @@ clearly instead of crashing whoever loads it."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from dispatch_jobs.names import TaskNotFound, load_task
+from tests.backend.fresh_process import run_python
 from tests.jobs import tasks
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_import_path_and_alias_load_the_same_task():
@@ -28,10 +22,7 @@ def test_alias_resolves_in_a_process_that_never_imported_the_module():
         "from dispatch_jobs.names import load_task\n"
         "print(load_task('greet-v1').module_path)\n"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
+    done = run_python(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "tests.jobs.tasks.greet"
 

@@ -15,7 +15,12 @@ from dispatch_jobs.compat import InvalidTask, task_backends
 from dispatch_jobs.names import load_task
 from dispatch_jobs.scope import Scope
 from dispatch_jobs.task import DispatchTask
+from tests.backend.fresh_process import run_python
+from tests.backend.typed import dispatch_task
 from tests.jobs import tasks
+
+# Typed as our DispatchTask, for what Django's Task type does not know: ``using(scope=...)``.
+add_task = dispatch_task(tasks.add)
 
 
 def plain(x: int) -> int:
@@ -68,15 +73,17 @@ def test_using_keeps_canonical_resources_canonical():
 
 
 def test_using_sets_lease_ttl_and_scope():
-    copy = tasks.add.using(lease_ttl=45, scope=("app-1", "org-9"))
+    copy = add_task.using(lease_ttl=45, scope=("app-1", "org-9"))
     assert copy.lease_ttl == timedelta(seconds=45)
     assert copy.scope == Scope("app-1", "org-9")
-    assert tasks.add.using(scope={"org_id": "o"}).scope == Scope("", "o")
+    assert add_task.using(scope={"org_id": "o"}).scope == Scope("", "o")
 
 
 @pytest.mark.skipif(django.VERSION < (6, 1), reason="Django 6.0's @task takes no options")
 def test_djangos_own_decorator_forwards_options_on_6_1():
-    t = django_task(max_retries=7, resources={"memory": "1Gi"})(plain)
+    # django-stubs types Django's @task without the extra options 6.1 forwards to the
+    # backend's task_class.
+    t = django_task(max_retries=7, resources={"memory": "1Gi"})(plain)  # type: ignore[call-overload]
     assert isinstance(t, DispatchTask)
     assert t.max_retries == 7 and t.resources == {"memory": 2**30}
 
@@ -124,7 +131,7 @@ def test_bad_options_fail_at_definition_naming_the_task(options, message):
 
 def test_using_refuses_unknown_options():
     with pytest.raises(InvalidTask, match=r"tests\.jobs\.tasks\.add: unknown option 'memory'"):
-        tasks.add.using(memory="1Gi")
+        add_task.using(memory="1Gi")
 
 
 def test_name_is_a_stable_alias():
@@ -147,12 +154,6 @@ def test_tasks_pickle_round_trip():
 
 def test_tasks_can_be_defined_before_the_app_registry_is_ready():
     """Tasks modules are imported early; the backend must not import models then."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
     code = (
         "from django.apps import apps\n"
         "from dispatch_jobs import task\n"
@@ -161,9 +162,6 @@ def test_tasks_can_be_defined_before_the_app_registry_is_ready():
         "assert not apps.ready\n"
         "print(type(t).__name__, t.max_retries, t.resources['memory'])\n"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "PYTHONPATH": str(root)}
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=120
-    )
+    done = run_python(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["DispatchTask", "2", str(2**30)]

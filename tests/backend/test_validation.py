@@ -12,11 +12,15 @@ from django.test import override_settings
 from dispatch_jobs.compat import InvalidTask
 from dispatch_jobs.models import Job
 from dispatch_jobs.validation import InvalidArguments
+from tests.backend.typed import dispatch_task
 from tests.jobs import tasks
 
 pytestmark = pytest.mark.django_db
 
 ADD = "tests.jobs.tasks.add"
+# Typed as our DispatchTask: these calls are wrong on purpose, and the backend
+# (not the type checker) must refuse them.
+add_task = dispatch_task(tasks.add)
 
 
 def refused(call, *fragments: str, error: type[Exception] = InvalidTask) -> str:
@@ -37,7 +41,7 @@ def refused(call, *fragments: str, error: type[Exception] = InvalidTask) -> str:
 
 def test_positional_argument_not_json():
     refused(
-        lambda: tasks.add.enqueue(object(), 2),
+        lambda: add_task.enqueue(object(), 2),
         ADD,
         "argument args[0] is object",
         "not JSON-serialisable",
@@ -55,13 +59,13 @@ def test_nested_keyword_argument_not_json_names_the_path():
 
 
 def test_set_and_bytes_are_not_json():
-    refused(lambda: tasks.add.enqueue({1, 2}, 1), ADD, "args[0] is set", error=InvalidArguments)
-    refused(lambda: tasks.add.enqueue(b"ab", 1), ADD, "args[0] is bytes", error=InvalidArguments)
+    refused(lambda: add_task.enqueue({1, 2}, 1), ADD, "args[0] is set", error=InvalidArguments)
+    refused(lambda: add_task.enqueue(b"ab", 1), ADD, "args[0] is bytes", error=InvalidArguments)
 
 
 def test_non_string_dict_keys_are_refused():
     refused(
-        lambda: tasks.add.enqueue([{1: "one"}], 1),
+        lambda: add_task.enqueue([{1: "one"}], 1),
         ADD,
         "argument args[0][0] key 1 is int",
         "JSON keys are strings",
@@ -70,7 +74,7 @@ def test_non_string_dict_keys_are_refused():
 
 
 def test_nan_is_refused():
-    refused(lambda: tasks.add.enqueue(math.nan, 1), ADD, "args[0] is float nan")
+    refused(lambda: add_task.enqueue(math.nan, 1), ADD, "args[0] is float nan")
 
 
 # --- arguments that do not bind to the signature
@@ -78,7 +82,7 @@ def test_nan_is_refused():
 
 def test_missing_argument():
     refused(
-        lambda: tasks.add.enqueue(1),
+        lambda: add_task.enqueue(1),
         ADD,
         "do not match its signature (a: int, b: int)",
         "missing a required argument: 'b'",
@@ -88,7 +92,7 @@ def test_missing_argument():
 
 def test_unexpected_keyword_argument():
     refused(
-        lambda: tasks.add.enqueue(1, 2, c=3),
+        lambda: add_task.enqueue(1, 2, c=3),
         ADD,
         "got an unexpected keyword argument 'c'",
         error=InvalidArguments,
@@ -96,7 +100,7 @@ def test_unexpected_keyword_argument():
 
 
 def test_too_many_positional_arguments():
-    refused(lambda: tasks.add.enqueue(1, 2, 3), ADD, "too many positional arguments")
+    refused(lambda: add_task.enqueue(1, 2, 3), ADD, "too many positional arguments")
 
 
 def test_takes_context_is_accounted_for():
@@ -128,17 +132,26 @@ def test_payload_over_the_cap_names_the_largest_argument():
 
 
 def test_priority_above_the_maximum():
-    refused(lambda: tasks.add.using(priority=101).enqueue(1, 2), ADD, "priority must be")
+    refused(lambda: add_task.using(priority=101).enqueue(1, 2), ADD, "priority must be")
 
 
 def test_priority_not_a_whole_number():
-    refused(lambda: tasks.add.using(priority=1.5).enqueue(1, 2), ADD, "priority must be")
-    refused(lambda: tasks.add.using(priority="high").enqueue(1, 2), ADD, "priority must be")
+    # Not an int on purpose: the backend must refuse what the type checker would.
+    refused(
+        lambda: add_task.using(priority=1.5).enqueue(1, 2),  # type: ignore[arg-type]
+        ADD,
+        "priority must be",
+    )
+    refused(
+        lambda: add_task.using(priority="high").enqueue(1, 2),  # type: ignore[arg-type]
+        ADD,
+        "priority must be",
+    )
 
 
 def test_queue_not_configured():
     refused(
-        lambda: tasks.add.using(queue_name="nope").enqueue(1, 2),
+        lambda: add_task.using(queue_name="nope").enqueue(1, 2),
         ADD,
         "Queue 'nope' is not valid for backend",
     )
@@ -149,7 +162,7 @@ def test_queue_not_configured():
 )
 def test_queue_name_longer_than_the_column():
     refused(
-        lambda: tasks.add.using(queue_name="q" * 101).enqueue(1, 2),
+        lambda: add_task.using(queue_name="q" * 101).enqueue(1, 2),
         ADD,
         "queue_name must be a non-empty string of at most 100 characters",
     )
@@ -157,7 +170,7 @@ def test_queue_name_longer_than_the_column():
 
 def test_naive_run_after_with_use_tz():
     refused(
-        lambda: tasks.add.using(run_after=datetime(2030, 1, 1)).enqueue(1, 2),
+        lambda: add_task.using(run_after=datetime(2030, 1, 1)).enqueue(1, 2),
         ADD,
         "run_after must be an aware datetime",
     )
@@ -165,7 +178,7 @@ def test_naive_run_after_with_use_tz():
 
 def test_run_after_of_the_wrong_type():
     refused(
-        lambda: tasks.add.using(run_after=timedelta(minutes=5)).enqueue(1, 2),
+        lambda: add_task.using(run_after=timedelta(minutes=5)).enqueue(1, 2),
         ADD,
         "run_after must be a datetime, got timedelta",
     )
@@ -178,7 +191,7 @@ def test_unknown_option_for_the_decorator():
     from dispatch_jobs import task
 
     refused(
-        lambda: task(max_retry=5)(tasks.add.func),
+        lambda: task(max_retry=5)(add_task.func),
         ADD,
         "unknown option 'max_retry'",
         "Known options: alias, backend",
@@ -186,7 +199,7 @@ def test_unknown_option_for_the_decorator():
 
 
 def test_unknown_option_for_using():
-    refused(lambda: tasks.add.using(retries=5).enqueue(1, 2), ADD, "unknown option 'retries'")
+    refused(lambda: add_task.using(retries=5).enqueue(1, 2), ADD, "unknown option 'retries'")
 
 
 # --- resources and scope
@@ -210,7 +223,7 @@ def test_override_above_the_declared_limit():
 
 def test_bad_resource_override():
     refused(
-        lambda: tasks.add.using(resources={"memory": "lots"}).enqueue(1, 2),
+        lambda: add_task.using(resources={"memory": "lots"}).enqueue(1, 2),
         ADD,
         "cannot read quantity 'lots'",
     )
@@ -218,7 +231,7 @@ def test_bad_resource_override():
 
 def test_scope_longer_than_the_column():
     refused(
-        lambda: tasks.add.using(scope=("a" * 101, "")).enqueue(1, 2),
+        lambda: add_task.using(scope=("a" * 101, "")).enqueue(1, 2),
         ADD,
         "scope app_id is longer than 100 characters",
     )

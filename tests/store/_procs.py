@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import time
 import traceback
+from collections.abc import Callable
+from functools import partial
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Event
 from typing import Any
@@ -32,33 +34,47 @@ def claim_until_empty(
 ) -> None:
     """Claim with small limits and complete each job through the fenced write, as a
     worker does, until no ready job is left; report what was claimed."""
-    claimed: list[int] = []
-    errors: list[str] = []
-    try:
-        _setup(db_name)
+
+    def prepare() -> Callable[[float], list[Any]]:
         from tests.store.concurrency import claim_loop
 
-        ready.put(worker_id)
-        go.wait(DEADLINE_SECONDS)
-        claimed = claim_loop(worker_id, limit, time.monotonic() + DEADLINE_SECONDS, complete=True)
-    except BaseException:  # noqa: BLE001 - the parent asserts there were none
-        errors.append(traceback.format_exc())
-    results.put((worker_id, claimed, errors))
+        return partial(claim_loop, worker_id, limit, complete=True)
+
+    _run_released(db_name, worker_id, ready, go, results, prepare)
 
 
 def reclaim_until_empty(
     db_name: str, worker_id: str, limit: int, ready: Queue, go: Event, results: Queue
 ) -> None:
     """Reclaim expired leases until none is left; report what was reclaimed."""
-    reclaimed: list[Any] = []
+
+    def prepare() -> Callable[[float], list[Any]]:
+        from tests.store.concurrency import reclaim_loop
+
+        return partial(reclaim_loop, limit)
+
+    _run_released(db_name, worker_id, ready, go, results, prepare)
+
+
+def _run_released(
+    db_name: str,
+    worker_id: str,
+    ready: Queue,
+    go: Event,
+    results: Queue,
+    prepare: Callable[[], Callable[[float], list[Any]]],
+) -> None:
+    """Set Django up and ``prepare()`` the loop (imports included) before saying
+    ready, so that once ``go`` is set every child starts racing at once; then run
+    ``loop(deadline)`` and report what it found and any traceback."""
+    found: list[Any] = []
     errors: list[str] = []
     try:
         _setup(db_name)
-        from tests.store.concurrency import reclaim_loop
-
+        loop = prepare()
         ready.put(worker_id)
         go.wait(DEADLINE_SECONDS)
-        reclaimed = reclaim_loop(limit, time.monotonic() + DEADLINE_SECONDS)
+        found = loop(time.monotonic() + DEADLINE_SECONDS)
     except BaseException:  # noqa: BLE001 - the parent asserts there were none
         errors.append(traceback.format_exc())
-    results.put((worker_id, reclaimed, errors))
+    results.put((worker_id, found, errors))

@@ -8,7 +8,7 @@ from django.db import connection
 
 from dispatch_jobs.models import Job, JobState
 from tests.factories import JobFactory
-from tests.store.support import capture, claim, statements
+from tests.store.support import capture, claim
 
 pytestmark = pytest.mark.django_db
 
@@ -54,7 +54,9 @@ def test_claim_select_uses_the_ready_index(postgresql_only: None) -> None:
         cursor.execute(f"ANALYZE {Job._meta.db_table}")
     with capture() as ctx:
         assert len(claim(limit=5)) == 5
-    (select,) = [sql for sql in statements(ctx, "SELECT") if "FOR UPDATE" in sql]
+    # The locking SELECT: a statement of its own, or the sub-select of the
+    # single-statement claim (UPDATE ... WHERE id = ANY(ARRAY(SELECT ... FOR UPDATE))).
+    (select,) = [q["sql"] for q in ctx.captured_queries if "FOR UPDATE" in q["sql"]]
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN {select}")
         plan = "\n".join(row[0] for row in cursor.fetchall())

@@ -28,7 +28,7 @@ FAST = [
 ]
 
 
-def wait_until(predicate: Callable[[], object], timeout: float = 30.0, what: str = "") -> None:
+def wait_until(predicate: Callable[[], object], timeout: float = 60.0, what: str = "") -> None:
     """Poll ``predicate`` until it is true; fail after ``timeout`` seconds."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:

@@ -17,6 +17,7 @@ import pytest
 from dispatch_jobs import store
 from dispatch_jobs.models import Job, JobState, Usage, Worker, WorkerState
 from tests.jobs import tasks
+from tests.store.support import db_now
 from tests.worker.processes import FAST, wait_until
 from tests.worker.support import enqueue
 
@@ -61,23 +62,28 @@ def test_kill_9_with_50_leased_jobs_all_complete_exactly_once_elsewhere(workers,
 
 
 def test_sigstop_past_the_ttl_then_sigcont_late_writes_change_nothing(workers, tmp_path):
-    jobs = [enqueue(tasks.nap, 1.5, str(tmp_path)) for _ in range(4)]
+    jobs = [enqueue(tasks.hold, str(tmp_path)) for _ in range(4)]
     ids = [j.pk for j in jobs]
     paused = workers("--concurrency", "4", "--worker-id", "paused", "--no-maintenance", *FAST)
     wait_until(lambda: started(tmp_path) == 4, what="4 jobs running on the paused worker")
     workers("--concurrency", "4", "--worker-id", "other", *FAST)
+    wait_until(lambda: Worker.objects.filter(id="other").exists(), what="the other worker")
     for _ in range(5):
         paused.send(signal.SIGSTOP)
         try:
             wait_until(
-                lambda: Job.objects.filter(pk__in=ids, evict_count=1).count() == 4, timeout=10
+                lambda: Job.objects.filter(pk__in=ids, evict_count=1).count() == 4, timeout=20
             )
             break
         except AssertionError:
             # Stopped inside a lease renewal: its open transaction still locks the
             # rows (exactly what a real pause does). Let it finish, then stop again.
+            # Its handlers wait for the release file, so none can finish meanwhile.
             paused.send(signal.SIGCONT)
             time.sleep(0.05)
+    else:
+        pytest.fail("the paused worker's jobs were never reclaimed")
+    (tmp_path / "release").touch()
     wait_until(
         lambda: Job.objects.filter(pk__in=ids, state=JobState.COMPLETED).count() == 4,
         what="the other worker completing all 4",
@@ -86,8 +92,8 @@ def test_sigstop_past_the_ttl_then_sigcont_late_writes_change_nothing(workers, t
     before = {row["id"]: row for row in Job.objects.filter(pk__in=ids).values()}
     usage_before = Usage.objects.count()
     paused.send(signal.SIGCONT)
-    # Its naps end at once (their time passed while it was stopped), its completer
-    # tries to write, its heartbeat learns the leases are gone.
+    # Its handlers see the release file and return, its completer tries to write,
+    # its heartbeat learns the leases are gone: the fence refuses every write.
     wait_until(lambda: "lease lost" in paused.log(), what="the paused worker noticing")
     paused.send(signal.SIGTERM)
     assert paused.wait() == 0
@@ -202,3 +208,23 @@ def test_a_handler_ignoring_its_timeout_is_abandoned_and_recorded(workers):
     assert "abandoned" in attempt["message"]
     wait_until(lambda: Usage.objects.filter(job_id=job.pk).exists(), what="usage")
     assert Usage.objects.get(job_id=job.pk).status == JobState.FAILED
+
+
+def test_each_lease_is_renewed_with_its_own_ttl(workers, tmp_path):
+    long_ttl = enqueue(tasks.hold, str(tmp_path), lease_ttl=timedelta(seconds=60))
+    default_ttl = enqueue(tasks.hold, str(tmp_path))
+    workers("--concurrency", "2", *FAST)
+    wait_until(lambda: started(tmp_path) == 2, what="both running")
+
+    def renewed() -> bool:
+        rows = {j.pk: j for j in Job.objects.filter(pk__in=[long_ttl.pk, default_ttl.pk])}
+        now = db_now()
+        # The claim granted --lease-ttl (2 s) to both; the heartbeat extends each by
+        # its own TTL: the row's lease_ttl, else the worker's default.
+        return rows[long_ttl.pk].lease_expires_at > now + timedelta(seconds=30) and rows[
+            default_ttl.pk
+        ].lease_expires_at <= now + timedelta(seconds=2)
+
+    wait_until(renewed, what="per-job renewal")
+    (tmp_path / "release").touch()
+    wait_until(lambda: Job.objects.filter(state=JobState.COMPLETED).count() == 2, what="both done")

@@ -62,6 +62,9 @@ def test_registry_banner_and_summary(workers):
     assert row.queues == ["alpha", "beta", "gamma"]
     assert row.concurrency == 3
     assert row.capacity == {"cpu": 2000, "memory": 2**30, "fpga": 1}
+    # Removed as stale (say, after a long pause): the next heartbeat registers again.
+    store.deregister_worker("registry-test")
+    wait_until(lambda: Worker.objects.filter(id="registry-test").exists(), what="re-registration")
     wait_until(lambda: "Summary:" in proc.log(), what="a summary line")
     proc.send(15)
     assert proc.wait() == 0
@@ -104,7 +107,10 @@ def test_retries_follow_the_backoff_then_succeed(workers, tmp_path):
 
 
 def test_maintenance_runs_on_one_elected_worker(workers):
-    procs = [workers("--worker-id", f"m{i}", *FAST) for i in range(3)]
+    # A 2 s tick: a 6 s leadership lease, so a busy machine cannot make it lapse.
+    procs = [
+        workers("--worker-id", f"m{i}", *FAST, "--maintenance-interval", "2") for i in range(3)
+    ]
     wait_until(lambda: all("starting" in p.log() for p in procs), what="three workers")
     wait_until(
         lambda: sum("Maintenance: now the leader" in p.log() for p in procs) >= 1,

@@ -29,34 +29,56 @@ class Command(BaseCommand):
             help="A queue to claim from (repeatable, or comma-separated). "
             "Default: DISPATCH_JOBS['WORKER_QUEUES'].",
         )
-        parser.add_argument("--concurrency", help="Jobs run at once (threads). Default 4.")
         parser.add_argument(
-            "--budget", help="Capacity offered to claims, e.g. cpu=4,memory=8Gi,gpu=1,fpga=1."
+            "--concurrency", metavar="N", help="Jobs run at once (threads). Default 4."
         )
-        parser.add_argument("--lease-ttl", help="Lease length, e.g. 30 or 30s (default 30s).")
-        parser.add_argument("--heartbeat", help="Lease renewal interval (default 10s).")
-        parser.add_argument("--poll-interval", help="First idle poll delay (default 1s).")
-        parser.add_argument("--max-poll-interval", help="Longest idle poll delay (default 5s).")
+        parser.add_argument(
+            "--budget",
+            metavar="SPEC",
+            help="Capacity offered to claims, e.g. cpu=4,memory=8Gi,gpu=1,fpga=1.",
+        )
+        parser.add_argument(
+            "--lease-ttl", metavar="D", help="Lease length, e.g. 30 or 30s (default 30s)."
+        )
+        parser.add_argument(
+            "--heartbeat", metavar="D", help="Lease renewal interval (default 10s)."
+        )
+        parser.add_argument(
+            "--poll-interval", metavar="D", help="First idle poll delay (default 1s)."
+        )
+        parser.add_argument(
+            "--max-poll-interval", metavar="D", help="Longest idle poll delay (default 5s)."
+        )
         parser.add_argument(
             "--burst", action="store_true", help="Run what is ready now, then exit."
         )
-        parser.add_argument("--max-jobs", help="Exit after running this many jobs.")
-        parser.add_argument("--worker-id", help="This worker's id (default host:pid:random).")
+        parser.add_argument("--max-jobs", metavar="N", help="Exit after running this many jobs.")
         parser.add_argument(
-            "--shutdown-grace", help="Wait this long for running jobs on SIGTERM (default 30s)."
+            "--worker-id", metavar="ID", help="This worker's id (default host:pid:random)."
         )
         parser.add_argument(
-            "--max-evictions", help="Fail a job evicted more than this many times (default 5)."
+            "--shutdown-grace",
+            metavar="D",
+            help="Wait this long for running jobs on SIGTERM (default 30s).",
         )
         parser.add_argument(
-            "--maintenance-interval", help="Maintenance tick, incl. lease reclaim (default 5s)."
+            "--max-evictions",
+            metavar="N",
+            help="Fail a job evicted more than this many times (default 5).",
+        )
+        parser.add_argument(
+            "--maintenance-interval",
+            metavar="D",
+            help="Maintenance tick, incl. lease reclaim (default 5s).",
         )
         parser.add_argument(
             "--no-maintenance",
             action="store_true",
             help="Never take part in the maintenance election.",
         )
-        parser.add_argument("--summary-interval", help="Summary log interval (default 60s).")
+        parser.add_argument(
+            "--summary-interval", metavar="D", help="Summary log interval (default 60s)."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:

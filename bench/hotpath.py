@@ -1,0 +1,252 @@
+"""Micro-benchmark of the enqueue and claim hot paths, run by hand.
+
+    .venv/bin/python -m bench.hotpath --db postgres://postgres@127.0.0.1:5432/perf_f
+    .venv/bin/python -m bench.hotpath --db mysql://root@127.0.0.1:3306/perf_f
+    .venv/bin/python -m bench.hotpath --db sqlite:////tmp/dj_f/perf.sqlite3
+    .venv/bin/python -m bench.hotpath --db ... --only claim --finished 1000000
+    .venv/bin/python -m bench.hotpath --db ... --only single --profile
+
+Scenarios (each repeated ``--reps`` times, median reported, in jobs/s):
+
+- ``single``: ``noop.enqueue()`` one at a time, autocommit (one job per transaction);
+- ``bulk``: ``noop.enqueue_many()`` in batches of ``--batch``;
+- ``claim``: ``store.claim_jobs`` with a lease, ``--claim-batch`` jobs per claim,
+  until ``--claim-jobs`` pending jobs are all claimed; with ``--finished N`` it runs
+  once on a table without finished rows and once with N completed rows, and prints
+  the ratio.
+
+The database named in ``--db`` is migrated and its job table emptied: use a
+database of its own. ``--profile`` runs pyinstrument over the first repetition.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit
+
+WORKER_ID = "bench-hotpath"
+
+
+def noop(n: int = 0) -> None:
+    """The job: does nothing (its argument makes every bulk payload different)."""
+
+
+def _database(url: str, async_commit: bool = False) -> dict[str, Any]:
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite":
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": parts.path,
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    engine = {"postgres": "postgresql", "postgresql": "postgresql", "mysql": "mysql"}
+    database: dict[str, Any] = {
+        "ENGINE": f"django.db.backends.{engine[parts.scheme]}",
+        "NAME": parts.path.lstrip("/"),
+        "USER": parts.username or "",
+        "PASSWORD": parts.password or "",
+        "HOST": parts.hostname or "",
+        "PORT": str(parts.port or ""),
+        "CONN_MAX_AGE": None,
+    }
+    if parts.scheme == "mysql":
+        database["OPTIONS"] = {"charset": "utf8mb4"}
+    elif async_commit:
+        # What the code costs without the commit's WAL flush (not a durable setup).
+        database["OPTIONS"] = {"options": "-c synchronous_commit=off"}
+    return database
+
+
+def setup(url: str, async_commit: bool = False) -> Any:
+    """Configure Django on ``url``, migrate, and return the no-op task."""
+    import django
+    from django.conf import settings
+    from django.core.management import call_command
+
+    settings.configure(
+        DEBUG=False,
+        USE_TZ=True,
+        TIME_ZONE="UTC",
+        DATABASES={"default": _database(url, async_commit)},
+        INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "dispatch_jobs"],
+        TASKS={"default": {"BACKEND": "dispatch_jobs.backend.DispatchBackend"}},
+        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+    )
+    django.setup()
+    call_command("migrate", verbosity=0)
+    import bench.hotpath as module
+    from dispatch_jobs import task
+
+    return task(module.noop)
+
+
+def _empty() -> None:
+    from django.db import connection
+
+    from dispatch_jobs.models import Job
+
+    table = Job._meta.db_table
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"TRUNCATE {table} RESTART IDENTITY CASCADE")
+        else:
+            cursor.execute(f"DELETE FROM {table}")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"VACUUM ANALYZE {table}")
+
+
+def _fill(count: int, *, state: str = "pending") -> None:
+    """``count`` rows, doubled in SQL from one ORM-written template (fast at 1M)."""
+    from django.db import connection
+
+    from dispatch_jobs import store
+    from dispatch_jobs.models import Job
+
+    if count <= 0:
+        return
+    template = store.enqueue_jobs([Job(name="bench.hotpath.noop", queue="default")])[0]
+    Job.objects.filter(pk=template.pk).update(state=state)
+    table = Job._meta.db_table
+    columns = ", ".join(
+        connection.ops.quote_name(f.column) for f in Job._meta.concrete_fields if f.name != "id"
+    )
+    made = 1
+    while made < count:
+        step = min(made, count - made)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {table} "
+                f"WHERE state = %s ORDER BY id LIMIT %s",
+                [state, step],
+            )
+        made += step
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"VACUUM ANALYZE {table}")
+
+
+def single(noop_task: Any, count: int) -> float:
+    _empty()
+    started = time.perf_counter()
+    for i in range(count):
+        noop_task.enqueue(i)
+    return count / (time.perf_counter() - started)
+
+
+def bulk(noop_task: Any, count: int, batch: int) -> float:
+    _empty()
+    started = time.perf_counter()
+    for start in range(0, count // batch * batch, batch):
+        noop_task.enqueue_many([((start + i,), {}) for i in range(batch)])
+    return (count // batch * batch) / (time.perf_counter() - started)
+
+
+def claim(count: int, batch: int) -> float:
+    """Claim ``count`` fresh pending jobs; finished rows already there stay."""
+    from dispatch_jobs import store
+    from dispatch_jobs.models import Job
+
+    Job.objects.exclude(state="completed").delete()
+    _fill(count)
+    options = store.ClaimOptions(
+        queues=["default"], limit=batch, worker_id=WORKER_ID, lease_ttl=timedelta(seconds=30)
+    )
+    claimed = 0
+    started = time.perf_counter()
+    while True:
+        jobs = store.claim_jobs(options)
+        if not jobs:
+            break
+        claimed += len(jobs)
+    elapsed = time.perf_counter() - started
+    if claimed != count:
+        raise SystemExit(f"claimed {claimed} of {count} jobs")
+    return claimed / elapsed
+
+
+def _measure(name: str, run: Callable[[], float], reps: int, profile: bool) -> float:
+    rates = []
+    for rep in range(reps):
+        if profile and rep == 0:
+            from pyinstrument import Profiler
+
+            profiler = Profiler(interval=0.0005)
+            profiler.start()
+            rates.append(run())
+            profiler.stop()
+            print(profiler.output_text(unicode=False, color=False, show_all=False))
+        else:
+            rates.append(run())
+    median = statistics.median(rates)
+    shown = ", ".join(f"{r:,.0f}" for r in rates)
+    print(f"{name:<28} median {median:>10,.0f} jobs/s   ({shown})", flush=True)
+    return median
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--db", required=True, help="database URL (emptied!)")
+    parser.add_argument("--only", choices=["single", "bulk", "claim"], action="append")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--single-jobs", type=int, default=3000)
+    parser.add_argument("--bulk-jobs", type=int, default=50_000)
+    parser.add_argument("--batch", type=int, default=1000)
+    parser.add_argument("--claim-jobs", type=int, default=20_000)
+    parser.add_argument("--claim-batch", type=int, default=100)
+    parser.add_argument("--finished", type=int, default=0, help="also claim with N done rows")
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--async-commit",
+        action="store_true",
+        help="PostgreSQL: synchronous_commit=off, to see the code's cost without fsync",
+    )
+    args = parser.parse_args()
+    only = set(args.only or ["single", "bulk", "claim"])
+    noop_task = setup(args.db, args.async_commit)
+    from django.db import connection
+
+    print(f"database: {connection.vendor} {args.db} async_commit={args.async_commit}")
+    if "single" in only:
+        _measure(
+            "single enqueue", lambda: single(noop_task, args.single_jobs), args.reps, args.profile
+        )
+    if "bulk" in only:
+        _measure(
+            f"bulk enqueue (batch {args.batch})",
+            lambda: bulk(noop_task, args.bulk_jobs, args.batch),
+            args.reps,
+            args.profile,
+        )
+    if "claim" in only:
+        _empty()
+        empty = _measure(
+            f"claim (batch {args.claim_batch})",
+            lambda: claim(args.claim_jobs, args.claim_batch),
+            args.reps,
+            args.profile,
+        )
+        if args.finished:
+            _empty()
+            _fill(args.finished, state="completed")
+            full = _measure(
+                f"claim, {args.finished:,} finished",
+                lambda: claim(args.claim_jobs, args.claim_batch),
+                args.reps,
+                args.profile,
+            )
+            print(f"claim with finished rows / empty: {full / empty:.0%}")
+    _empty()
+
+
+if __name__ == "__main__":
+    main()
