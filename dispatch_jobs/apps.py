@@ -8,6 +8,7 @@ class DispatchJobsConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401  (registers the system checks)
+
         # Installs the connection hook that puts MariaDB/MySQL sessions in UTC,
         # before any connection to the jobs database opens.
         from .store import db  # noqa: F401

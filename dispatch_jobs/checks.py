@@ -259,15 +259,15 @@ def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                     id="dispatch_jobs.E033",
                 )
             )
-    for low, high in (
+    for shorter, longer in (
         ("POLL_INTERVAL", "MAX_POLL_INTERVAL"),
         ("RETRY_BACKOFF_BASE", "RETRY_BACKOFF_CAP"),
     ):
-        a, b = get(low), get(high)
+        a, b = get(shorter), get(longer)
         if isinstance(a, timedelta) and isinstance(b, timedelta) and b < a:
             errors.append(
                 Error(
-                    f"DISPATCH_JOBS[{high!r}] ({b}) must not be shorter than {low!r} ({a}).",
+                    f"DISPATCH_JOBS[{longer!r}] ({b}) must not be shorter than {shorter!r} ({a}).",
                     id="dispatch_jobs.E034",
                 )
             )

@@ -189,9 +189,7 @@ class Worker(models.Model):
     queues = models.JSONField(default=list)
     concurrency = models.IntegerField()
     capacity = models.JSONField(default=dict, blank=True)
-    state = models.CharField(
-        max_length=16, choices=WorkerState.choices, default=WorkerState.ACTIVE
-    )
+    state = models.CharField(max_length=16, choices=WorkerState.choices, default=WorkerState.ACTIVE)
     started_at = models.DateTimeField(db_default=Now())
     last_seen_at = models.DateTimeField(db_default=Now(), db_index=True)
 

@@ -19,7 +19,7 @@ from django.db.models.functions import Now
 
 from ..models import FINISHED_STATES, Job, JobState
 from . import db
-from .leases import _NOT_WRITTEN_BY_FENCED_UPDATE, _held
+from .leases import _fenced_update_values, _held
 
 
 @dataclass(frozen=True)
@@ -66,13 +66,7 @@ def complete_leased_jobs(worker_id: str, completions: Sequence[Completion]) -> s
 
 def _fenced_values(completion: Completion) -> dict[str, object]:
     job = completion.job
-    values: dict[str, object] = {
-        field.attname: getattr(job, field.attname)
-        for field in Job._meta.concrete_fields
-        if field.attname not in _NOT_WRITTEN_BY_FENCED_UPDATE
-        and field.name not in _NOT_WRITTEN_BY_FENCED_UPDATE
-    }
-    values["updated_at"] = Now()
+    values = _fenced_update_values(job)
     if job.state in FINISHED_STATES:
         values["completed_at"] = Now()
     if job.state == JobState.RETRYING:

@@ -16,7 +16,9 @@ pytestmark = pytest.mark.django_db
 
 
 def _held(**extra) -> Job:
-    return JobFactory(**running("w1", 4, lease_expires_at=db_now(timedelta(minutes=1)), **extra))
+    return JobFactory.create(
+        **running("w1", 4, lease_expires_at=db_now(timedelta(minutes=1)), **extra)
+    )
 
 
 def test_batch_writes_held_jobs_and_reports_lost_ones_untouched():
@@ -56,11 +58,13 @@ def test_a_missing_row_counts_as_lost():
 
 def test_purge_removes_finished_jobs_past_their_retention_only():
     old = db_now(-timedelta(days=10))
-    gone = JobFactory(state=JobState.COMPLETED, completed_at=old)
-    kept_failed = JobFactory(state=JobState.FAILED, completed_at=old)
-    gone_failed = JobFactory(state=JobState.CANCELLED, completed_at=db_now(-timedelta(days=40)))
-    fresh = JobFactory(state=JobState.COMPLETED, completed_at=db_now())
-    pending = JobFactory()
+    gone = JobFactory.create(state=JobState.COMPLETED, completed_at=old)
+    kept_failed = JobFactory.create(state=JobState.FAILED, completed_at=old)
+    gone_failed = JobFactory.create(
+        state=JobState.CANCELLED, completed_at=db_now(-timedelta(days=40))
+    )
+    fresh = JobFactory.create(state=JobState.COMPLETED, completed_at=db_now())
+    pending = JobFactory.create()
     removed = store.purge_finished_jobs(
         completed_retention=timedelta(days=7), failed_retention=timedelta(days=30), limit=100
     )
@@ -72,7 +76,7 @@ def test_purge_removes_finished_jobs_past_their_retention_only():
 
 def test_purge_honours_its_limit():
     for _ in range(3):
-        JobFactory(state=JobState.COMPLETED, completed_at=db_now(-timedelta(days=10)))
+        JobFactory.create(state=JobState.COMPLETED, completed_at=db_now(-timedelta(days=10)))
     kwargs = {"completed_retention": timedelta(days=1), "failed_retention": timedelta(days=1)}
     assert store.purge_finished_jobs(limit=2, **kwargs) == 2
     assert store.purge_finished_jobs(limit=0, **kwargs) == 0

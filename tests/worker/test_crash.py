@@ -221,9 +221,12 @@ def test_each_lease_is_renewed_with_its_own_ttl(workers, tmp_path):
         now = db_now()
         # The claim granted --lease-ttl (2 s) to both; the heartbeat extends each by
         # its own TTL: the row's lease_ttl, else the worker's default.
-        return rows[long_ttl.pk].lease_expires_at > now + timedelta(seconds=30) and rows[
-            default_ttl.pk
-        ].lease_expires_at <= now + timedelta(seconds=2)
+        long_expiry = rows[long_ttl.pk].lease_expires_at
+        default_expiry = rows[default_ttl.pk].lease_expires_at
+        assert long_expiry is not None and default_expiry is not None
+        return long_expiry > now + timedelta(seconds=30) and default_expiry <= now + timedelta(
+            seconds=2
+        )
 
     wait_until(renewed, what="per-job renewal")
     (tmp_path / "release").touch()

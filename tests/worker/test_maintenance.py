@@ -24,10 +24,17 @@ def maintenance(worker_id: str, **options) -> Maintenance:
 
 
 def test_only_the_elected_worker_runs_the_runners():
-    expired = JobFactory(**running("dead", 1, lease_expires_at=db_now(-timedelta(seconds=5))))
+    expired = JobFactory.create(
+        **running("dead", 1, lease_expires_at=db_now(-timedelta(seconds=5)))
+    )
     first, second = maintenance("a"), maintenance("b")
     second_ran = []
-    second.runners[0].run = lambda: second_ran.append(1) or 0  # type: ignore[method-assign]
+
+    def record_run() -> int:
+        second_ran.append(1)
+        return 0
+
+    second.runners[0].run = record_run
     first.run_once()
     second.run_once()
     assert first.is_leader and not second.is_leader
@@ -38,7 +45,7 @@ def test_only_the_elected_worker_runs_the_runners():
 
 
 def test_reclaim_fails_a_job_evicted_more_than_max_evictions():
-    poison = JobFactory(
+    poison = JobFactory.create(
         **running("dead", 3, lease_expires_at=db_now(-timedelta(seconds=5))), evict_count=2
     )
     maintenance("a", max_evictions=2).run_once()
@@ -56,12 +63,12 @@ def test_reclaim_fails_a_job_evicted_more_than_max_evictions():
 )
 def test_purge_usage_retention_and_stale_workers():
     old = db_now(-timedelta(days=2))
-    JobFactory(state=JobState.COMPLETED, completed_at=old)
-    kept = JobFactory(state=JobState.COMPLETED, completed_at=db_now())
-    UsageFactory(recorded_at=old)
-    fresh_usage = UsageFactory()
-    WorkerFactory(id="stale", last_seen_at=db_now(-timedelta(minutes=5)))
-    WorkerFactory(id="alive")
+    JobFactory.create(state=JobState.COMPLETED, completed_at=old)
+    kept = JobFactory.create(state=JobState.COMPLETED, completed_at=db_now())
+    UsageFactory.create(recorded_at=old)
+    fresh_usage = UsageFactory.create()
+    WorkerFactory.create(id="stale", last_seen_at=db_now(-timedelta(minutes=5)))
+    WorkerFactory.create(id="alive")
     maintenance("a").run_once()
     assert list(Job.objects.values_list("pk", flat=True)) == [kept.pk]
     assert list(Usage.objects.values_list("pk", flat=True)) == [fresh_usage.pk]
@@ -70,6 +77,6 @@ def test_purge_usage_retention_and_stale_workers():
 
 @override_settings(DISPATCH_JOBS={"PURGE_ENABLED": False, "COMPLETED_RETENTION": timedelta(1)})
 def test_a_disabled_runner_does_not_run():
-    JobFactory(state=JobState.COMPLETED, completed_at=db_now(-timedelta(days=2)))
+    JobFactory.create(state=JobState.COMPLETED, completed_at=db_now(-timedelta(days=2)))
     maintenance("a").run_once()
     assert Job.objects.count() == 1
