@@ -90,13 +90,17 @@ class Pool:
 
     def _fetch_loop(self) -> None:
         while not self.shutdown.draining.is_set():
+            # Clear before looking at the slots: whatever set the event is being
+            # handled by this pass, and a set that comes later still ends the wait
+            # below. Clearing only when slots were free left the event set while
+            # the pool was full, and the loop spun on the GIL instead of waiting.
+            self.wake.clear()
             self.summary.maybe_log(len(self.inflight))
             if self._quota_reached():
                 return
             free = self.fetcher.free_slots()
             delay = self.config.max_poll_interval.total_seconds()
             if free:
-                self.wake.clear()
                 try:
                     jobs = self.fetcher.fetch(self._limit(free))
                 except GaveUp:
