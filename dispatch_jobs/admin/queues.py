@@ -7,6 +7,7 @@ in the admin index as "Queue controls". A paused queue is skipped by every claim
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
@@ -15,8 +16,8 @@ from django.conf import settings as django_settings
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q
-from django.db.models.functions import Now
+from django.db.models import CharField, Q, TextField, Value
+from django.db.models.functions import Cast, Now
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
@@ -40,8 +41,9 @@ class Fleet:
 
 def fleet(request: HttpRequest | None = None) -> Fleet:
     """Known queues (``default``, each dispatch_jobs backend's QUEUES in TASKS,
-    queues live workers serve, queues with a control row) and worker ids: two
-    small-table queries, done once per request (the filters share them)."""
+    queues live workers serve, queues with a control row) and worker ids: one
+    query over the two small tables, done once per request (the filters share
+    it), so the job list stays at two reads of the jobs table plus this one."""
     cached = getattr(request, "_dispatch_jobs_fleet", None)
     if cached is not None:
         return cast(Fleet, cached)
@@ -49,14 +51,37 @@ def fleet(request: HttpRequest | None = None) -> Fleet:
     for config in getattr(django_settings, "TASKS", {}).values():
         if "dispatch_jobs" in str(config.get("BACKEND", "")):
             names.update(str(q) for q in config.get("QUEUES", []) or [])
-    names.update(QueueControl.objects.using(db.alias()).values_list("name", flat=True))
-    workers = list(Worker.objects.using(db.alias()).order_by("id").values_list("id", "queues"))
-    for _, queues in workers:
-        names.update(str(q) for q in queues or [])
-    result = Fleet(sorted(names), [worker_id for worker_id, _ in workers])
+    worker_ids: list[str] = []
+    for key, kind, queues in _fleet_rows():
+        if kind == "queue":
+            names.add(key)
+        else:
+            worker_ids.append(key)
+            names.update(str(q) for q in json.loads(queues or "[]") or [])
+    result = Fleet(sorted(names), sorted(worker_ids))
     if request is not None:
         request._dispatch_jobs_fleet = result  # type: ignore[attr-defined]
     return result
+
+
+def _fleet_rows() -> list[tuple[str, str, str]]:
+    """(name, "queue", "") per queue control row and (id, "worker", queues as
+    JSON text) per worker row, in one UNION ALL. Each side selects one model
+    column then the same two annotations, so the columns line up."""
+    text = CharField()
+    controls = (
+        QueueControl.objects.using(db.alias())
+        .annotate(kind=Value("queue", output_field=text), extra=Value("", output_field=text))
+        .values_list("name", "kind", "extra")
+        .order_by()  # a compound statement takes no ORDER BY in its parts
+    )
+    workers = (
+        Worker.objects.using(db.alias())
+        .annotate(kind=Value("worker", output_field=text), extra=Cast("queues", TextField()))
+        .values_list("id", "kind", "extra")
+        .order_by()
+    )
+    return list(controls.union(workers, all=True))
 
 
 def known_queues() -> list[str]:
