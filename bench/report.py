@@ -53,7 +53,8 @@ OWN_ROWS = (
     Row("claim rate, empty table", "claim_empty", "rate", "jobs/s"),
     Row("claim rate, 1M finished rows", "claim_1m", "rate", "jobs/s"),
     Row("admin job list at 1M rows", "claim_1m", "admin_list_ms", "ms", False),
-    Row("admin job list queries", "claim_1m", "admin_list_queries", "queries", False),
+    Row("admin job list statements (all)", "claim_1m", "admin_list_queries", "queries", False),
+    Row("admin job list reads (SELECTs)", "claim_1m", "admin_list_reads", "queries", False),
     Row("admin list ?state=completed (1M match)", "claim_1m", "admin_completed_ms", "ms", False),
     Row("admin list ?state=failed (none match)", "claim_1m", "admin_failed_ms", "ms", False),
 )

@@ -134,6 +134,13 @@ def main(argv: list[str] | None = None) -> int:
 
     results = report.Results()
     meta: dict[str, dict[str, object]] = {}
+    if args.merge:
+        # Re-measure some cells of an earlier run, keep the rest.
+        earlier = json.loads(Path(args.merge).read_text())
+        for cell in earlier.get("results", []):
+            key = (cell.pop("vendor"), cell.pop("scenario"), cell.pop("system"))
+            results.add(*key, cell)
+        meta.update(earlier.get("systems", {}))
     machine = _machine()
     for system in systems:  # one system at a time, every scenario
         print(f"\n== {report.LABELS[system]}", flush=True)
@@ -342,6 +349,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, default=0, help="override repetitions")
     parser.add_argument("--timeout", type=int, default=1200, help="seconds per scenario")
     parser.add_argument("--python", default="", help="Python >= 3.12 to build venvs with")
+    parser.add_argument(
+        "--merge", default="", help="an earlier results JSON whose other cells to keep"
+    )
     parser.add_argument(
         "--profile",
         action=argparse.BooleanOptionalAction,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark dispatch_jobs beside django-tasks-db, Procrastinate and PgQueuer.
-#   bench/run.sh            full run (3 repetitions, 50,000-job drains; ~20-30 min)
-#   bench/run.sh --quick    small sizes, 1 repetition (< 3 min once the venvs exist)
+#   bench/run.sh            full run (3 repetitions, 50,000-job drains; about 20 min)
+#   bench/run.sh --quick    small sizes, 1 repetition (under 3 min once the venvs exist)
 # Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust) and, for the MariaDB
 # rows, MariaDB on 127.0.0.1:3306 (root, no password); see docs/performance.md.
 set -euo pipefail

@@ -229,7 +229,7 @@ def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                     id="dispatch_jobs.E030",
                 )
             )
-    for key, low in (("WORKER_CONCURRENCY", 1), ("MAX_EVICTIONS", 0)):
+    for key, low in (("WORKER_CONCURRENCY", 1), ("MAX_EVICTIONS", 0), ("WORKER_PREFETCH", 0)):
         item = get(key)
         if isinstance(item, bool) or not isinstance(item, int) or item < low:
             errors.append(

@@ -58,6 +58,7 @@ class WorkerConfig:
 
     queues: tuple[str, ...]
     concurrency: int
+    prefetch: int = 0
     budget: ResourceSet = field(default_factory=dict)
     lease_ttl: timedelta
     heartbeat: timedelta
@@ -79,7 +80,8 @@ class WorkerConfig:
     def describe(self) -> str:
         budget = ",".join(f"{k}={v}" for k, v in sorted(self.budget.items())) or "unbounded"
         return (
-            f"queues={','.join(self.queues)} concurrency={self.concurrency} budget={budget} "
+            f"queues={','.join(self.queues)} concurrency={self.concurrency} "
+            f"prefetch={self.prefetch} budget={budget} "
             f"lease_ttl={self.lease_ttl.total_seconds():g}s "
             f"heartbeat={self.heartbeat.total_seconds():g}s"
             + (" burst" if self.burst else "")
@@ -97,6 +99,7 @@ def build_config(options: Mapping[str, Any]) -> WorkerConfig:
 
     queues = _queues(given("queues", settings.worker_queues))
     concurrency = _int("--concurrency", given("concurrency", settings.worker_concurrency), 1)
+    prefetch = _int("--prefetch", given("prefetch", settings.worker_prefetch), 0)
     max_jobs = options.get("max_jobs")
     if max_jobs is not None:
         max_jobs = _int("--max-jobs", max_jobs, 1)
@@ -119,6 +122,7 @@ def build_config(options: Mapping[str, Any]) -> WorkerConfig:
     return WorkerConfig(
         queues=queues,
         concurrency=concurrency,
+        prefetch=prefetch,
         budget=_budget(options.get("budget")),
         lease_ttl=lease_ttl,
         heartbeat=heartbeat,

@@ -22,18 +22,18 @@ class Fetcher:
         self.stop = stop
 
     def free_slots(self) -> int:
-        """Slots for new claims. A job whose handler has returned frees its slot at
-        once, while its outcome waits for the completer (and its lease is still
-        renewed); at most ``concurrency`` such outcomes may wait, which bounds the
-        leases held to twice the concurrency when the database is slow."""
+        """Slots for new claims: ``concurrency`` threads plus ``prefetch`` jobs
+        waiting for one (claimed, leased and renewed, not started). A job whose
+        handler has returned frees its slot at once, while its outcome waits for
+        the completer (its lease still renewed); at most as many such outcomes
+        may wait, which bounds the leases held to twice the slots when the
+        database is slow. With a budget there is no prefetch: a job waiting for
+        a thread would hold budget it does not use yet."""
+        slots = self.config.concurrency
+        if not self.config.budget:
+            slots += self.config.prefetch
         held = len(self.inflight)
-        return max(
-            min(
-                self.config.concurrency - self.inflight.executing(),
-                2 * self.config.concurrency - held,
-            ),
-            0,
-        )
+        return max(min(slots - self.inflight.executing(), 2 * slots - held), 0)
 
     def fetch(self, limit: int) -> list[Job]:
         """Claim up to ``limit`` jobs. With a budget, one job per claim: each

@@ -34,14 +34,14 @@ class Heartbeat:
         config: WorkerConfig,
         inflight: Inflight,
         registry: Registry,
-        submit: Callable[[Attempt], None],
+        on_abandoned: Callable[[Held, Attempt], None],
         on_lost: Callable[[Held], None],
         stop: threading.Event,
     ) -> None:
         self.config = config
         self.inflight = inflight
         self.registry = registry
-        self.submit = submit
+        self.on_abandoned = on_abandoned
         self.on_lost = on_lost
         self.stop = stop
         # A handler still running this long past its deadline is abandoned.
@@ -104,7 +104,7 @@ class Heartbeat:
                 continue
             entry.cancellation.cancel(TIMED_OUT)
             if now >= entry.deadline + self.abandon_after and entry.finish():
-                self.submit(self._abandoned(entry))
+                self.on_abandoned(entry, self._abandoned(entry))
 
     def _abandoned(self, entry: Held) -> Attempt:
         """A timeout outcome written on the handler's behalf: it ignored its

@@ -29,14 +29,26 @@ class Held:
     job: Job
     epoch: int
     ttl: timedelta
-    deadline: float | None
+    deadline: float | None = None  # set when the handler starts
     cancellation: Cancellation = field(default_factory=Cancellation)
     snapshot: Job | None = None
+    started: bool = False  # an executor thread took it (else it waits, prefetched)
     _state: str = "running"  # running → finished | dropped
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        self.snapshot = copy.deepcopy(self.job)
+        # Only a job with a timeout can need a forced outcome.
+        if self.job.timeout is not None:
+            self.snapshot = _shallow_copy(self.job)
+
+    def start(self) -> bool:
+        """Claim the right to run the handler. False once dropped (the lease was
+        lost, or a drain handed the job back while it waited for a thread)."""
+        with self._lock:
+            if self._state != "running":
+                return False
+            self.started = True
+            return True
 
     def finish(self) -> bool:
         """Claim the right to submit this job's outcome. False once dropped."""
@@ -56,6 +68,16 @@ class Held:
     @property
     def is_running(self) -> bool:
         return self._state == "running"
+
+
+def _shallow_copy(job: Job) -> Job:
+    """A copy of ``job`` that the executor's ``settle`` cannot change: settle
+    rebinds attributes (it never mutates a value in place), so copying the
+    attribute dict is enough, and far cheaper than a deep copy per claimed job."""
+    snapshot = Job.__new__(Job)
+    snapshot.__dict__.update(job.__dict__)
+    snapshot._state = copy.copy(job._state)
+    return snapshot
 
 
 class Inflight:
@@ -96,6 +118,12 @@ class Inflight:
     def executing(self) -> int:
         """Held jobs whose handler is still running (not yet settled or dropped)."""
         return sum(1 for held in self if held.is_running)
+
+    def busy(self) -> int:
+        """Held jobs a drain waits for: started and unsettled, or settled and
+        waiting for the completer. A prefetched job not yet started is not busy:
+        a drain hands it back instead of starting it."""
+        return sum(1 for held in self if held.started or not held.is_running)
 
     def in_use(self) -> dict[str, int]:
         """Resources held by running jobs, in canonical units (custom keys by count)."""

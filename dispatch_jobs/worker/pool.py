@@ -4,8 +4,9 @@ Threads and what they own:
 
 - the main thread runs the fetch loop (one claim per cycle for the free slots)
   and the drain;
-- one thread per running job executes it (``executor.execute``) with its own
-  database connection, closed when the job ends;
+- ``concurrency`` executor threads (``executors.Executors``) take claimed jobs
+  from a queue and run them (``executor.execute``), each with its own database
+  connection, kept from job to job and closed when the worker stops;
 - the completer thread writes outcomes behind the lease fence, in batches;
 - the heartbeat thread renews every held lease and cancels lost ones;
 - the maintenance thread runs the elected runners; the listener thread (on
@@ -29,6 +30,7 @@ from .completer import Completer
 from .config import WorkerConfig
 from .context import HANDED_BACK
 from .executor import Attempt, deadline_for, execute
+from .executors import Executors
 from .fetcher import Fetcher
 from .heartbeat import Heartbeat
 from .inflight import Held, Inflight
@@ -63,10 +65,11 @@ class Pool:
         self.fetcher = Fetcher(config, self.inflight, self.shutdown.draining)
         self.completer = Completer(config.worker_id, self._on_done, self.stop)
         self.heartbeat = Heartbeat(
-            config, self.inflight, self.registry, self.completer.submit, self._on_lost, self.stop
+            config, self.inflight, self.registry, self._on_abandoned, self._on_lost, self.stop
         )
         self.maintenance = Maintenance(config, self.stop) if config.maintenance else None
         self.listener = Listener(config.queues, self.wake, self.stop)
+        self.executors = Executors(config.concurrency, self._execute)
         self.dispatched = 0
 
     # --- lifecycle -------------------------------------------------------------
@@ -74,6 +77,7 @@ class Pool:
     def run(self) -> int:
         logger.info(banner(self.config))
         self.registry.register()
+        self.executors.start()
         self.completer.start()
         self.heartbeat.start()
         if self.maintenance:
@@ -127,28 +131,24 @@ class Pool:
     # --- execute ---------------------------------------------------------------
 
     def _dispatch(self, job: Job) -> None:
-        held = Held(
-            job=job,
-            epoch=job.lease_epoch,
-            ttl=job.lease_ttl or self.config.lease_ttl,
-            deadline=deadline_for(job),
-        )
+        held = Held(job=job, epoch=job.lease_epoch, ttl=job.lease_ttl or self.config.lease_ttl)
         self.inflight.add(held)
         self.dispatched += 1
         self.stats.count("dispatched")
-        threading.Thread(
-            target=self._execute, args=(held,), name=f"dispatch-job-{job.pk}", daemon=True
-        ).start()
+        self.executors.submit(held)
 
     def _execute(self, held: Held) -> None:
+        """Run one held job on an executor thread (its connection is the thread's)."""
+        # A drain starts nothing new: a job still waiting for a thread is handed back.
+        if self.shutdown.draining.is_set() or not held.start():
+            return
+        # The timeout counts from the start of the handler, not from the claim.
+        held.deadline = deadline_for(held.job)
         attempt: Attempt | None = None
         try:
             attempt = execute(held.job, self.config.worker_id, held.cancellation, held.deadline)
         except BaseException:  # noqa: BLE001 - a bug here must not kill the worker
             logger.exception("Job %s: the executor failed; its lease will lapse.", held.job.pk)
-        finally:
-            # This thread's connection (the handler's queries) ends with the job.
-            connections.close_all()
         if attempt is not None and held.finish():
             self.completer.submit(attempt)
             self.wake.set()  # the slot is free for a new claim
@@ -172,6 +172,13 @@ class Pool:
             self.stats.count("failed")
         self.wake.set()
 
+    def _on_abandoned(self, held: Held, attempt: Attempt) -> None:
+        """The heartbeat recorded a timeout for a handler that ignored it: write the
+        outcome, and replace the executor thread the handler still occupies."""
+        self.completer.submit(attempt)
+        self.executors.replace_stuck(held)
+        self.wake.set()
+
     def _on_lost(self, held: Held) -> None:
         self._forget(held)
         self.stats.count("discarded")
@@ -193,11 +200,12 @@ class Pool:
                 return
         self.registry.draining()
         grace_end = time.monotonic() + self.config.shutdown_grace.total_seconds()
-        while len(self.inflight) and not self.shutdown.hurry.is_set():
+        # Wait for the started jobs only: prefetched ones are handed back unstarted.
+        while self.inflight.busy() and not self.shutdown.hurry.is_set():
             left = grace_end - time.monotonic()
             if left <= 0:
                 break
-            self.inflight.wait_empty(min(left, 0.1))
+            self.inflight.wait_empty(min(left, 0.05))
         self._hand_back()
 
     def _hand_back(self) -> None:
@@ -235,6 +243,8 @@ class Pool:
         # heartbeat still renews their leases; then everything else stops.
         self.completer.close(FINAL_WRITE_TIMEOUT)
         self.stop.set()
+        # Handlers still running here ignored the grace and their cancellation.
+        self.executors.stop(1.0)
         self.heartbeat.join(5)
         if self.maintenance:
             self.maintenance.join(5)

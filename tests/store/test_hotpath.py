@@ -9,6 +9,7 @@ survive those shortcuts, on every database.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import DatabaseError, connection, transaction
@@ -22,10 +23,10 @@ pytestmark = pytest.mark.django_db
 
 NAME = "tests.jobs.tasks.add"
 # Equal in Python (1 == 1.0 == True), different in JSON: none may become another.
-LOOKALIKES = [[1], [1.0], [True], [None], ["é ✓"], [{"k": [1, {"n": None}]}]]
+LOOKALIKES: list[list[Any]] = [[1], [1.0], [True], [None], ["é ✓"], [{"k": [1, {"n": None}]}]]
 
 
-def columns(job_id: int) -> dict[str, object]:
+def columns(job_id: int) -> dict[str, Any]:
     row = Job.objects.get(pk=job_id)
     return {f.attname: getattr(row, f.attname) for f in Job._meta.concrete_fields}
 

@@ -33,11 +33,15 @@ def test_e030_worker_durations(bad):
         ("MAX_EVICTIONS", -1),
         ("WORKER_CONCURRENCY", True),
         ("MAX_EVICTIONS", "5"),
+        ("WORKER_PREFETCH", -1),
+        ("WORKER_PREFETCH", None),
     ],
 )
 def test_e031_worker_integers(key, bad):
     assert "dispatch_jobs.E031" in ids_for({key: bad})
-    assert "dispatch_jobs.E031" not in ids_for({"WORKER_CONCURRENCY": 1, "MAX_EVICTIONS": 0})
+    assert "dispatch_jobs.E031" not in ids_for(
+        {"WORKER_CONCURRENCY": 1, "MAX_EVICTIONS": 0, "WORKER_PREFETCH": 0}
+    )
 
 
 @pytest.mark.parametrize("bad", [[], "default", [""], ["q" * 101], [1]])

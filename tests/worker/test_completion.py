@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from dispatch_jobs import store
 from dispatch_jobs.models import Job, JobState
@@ -54,6 +56,50 @@ def test_a_missing_row_counts_as_lost():
     Job.objects.filter(pk=job.pk).delete()
     job.state = JobState.COMPLETED
     assert store.complete_leased_jobs("w1", [Completion(job, 4)]) == {job.pk}
+
+
+def test_a_mixed_batch_writes_every_outcome_and_leaves_lost_leases_untouched():
+    done, retry, dead, lost_epoch, lost_owner, lost_state = (_held() for _ in range(6))
+    Job.objects.filter(pk=lost_epoch.pk).update(lease_epoch=5)
+    Job.objects.filter(pk=lost_owner.pk).update(worker_id="w2")
+    Job.objects.filter(pk=lost_state.pk).update(state=JobState.PENDING)
+    untouched = {j.pk: snapshot(j.pk) for j in (lost_epoch, lost_owner, lost_state)}
+    done.state, done.return_value = JobState.COMPLETED, [1, "two", {"3": None}]
+    retry.state, retry.retry_count, retry.last_error = JobState.RETRYING, 1, "boom"
+    dead.state, dead.last_error, dead.attempts = JobState.FAILED, "gone", [{"n": 1}]
+    for job in (lost_epoch, lost_owner, lost_state):
+        job.state = JobState.COMPLETED
+    batch = [Completion(j, 4) for j in (done, dead, lost_epoch, lost_owner, lost_state)]
+    batch.append(Completion(retry, 4, timedelta(seconds=60)))
+
+    lost = store.complete_leased_jobs("w1", batch)
+
+    assert lost == {lost_epoch.pk, lost_owner.pk, lost_state.pk}
+    assert {pk: snapshot(pk) for pk in untouched} == untouched
+    rows = {j.pk: j for j in Job.objects.filter(pk__in=[done.pk, retry.pk, dead.pk])}
+    assert rows[done.pk].return_value == [1, "two", {"3": None}]
+    assert rows[done.pk].completed_at is not None
+    assert (rows[retry.pk].state, rows[retry.pk].retry_count) == (JobState.RETRYING, 1)
+    assert rows[retry.pk].completed_at is None
+    assert timedelta(seconds=59) < rows[retry.pk].run_at - db_now() <= timedelta(seconds=60)
+    assert (rows[dead.pk].last_error, rows[dead.pk].attempts) == ("gone", [{"n": 1}])
+    assert rows[dead.pk].completed_at is not None
+    for row in rows.values():
+        # The lease-owned columns are the grant's, the renewal's and the reclaim's.
+        assert (row.worker_id, row.lease_epoch) == ("w1", 4)
+
+
+def test_a_batch_is_one_statement_on_postgresql():
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite and MariaDB write a batch row by row (one UPDATE per job).")
+    jobs = [_held() for _ in range(5)]
+    for job in jobs:
+        job.state = JobState.COMPLETED
+    with CaptureQueriesContext(connection) as queries:
+        assert store.complete_leased_jobs("w1", [Completion(j, 4) for j in jobs]) == set()
+    statements = [q["sql"] for q in queries if "SAVEPOINT" not in q["sql"]]
+    assert len(statements) == 1 and statements[0].lstrip().startswith("WITH")
+    assert Job.objects.filter(state=JobState.COMPLETED).count() == 5
 
 
 def test_purge_removes_finished_jobs_past_their_retention_only():

@@ -33,6 +33,13 @@ class Command(BaseCommand):
             "--concurrency", metavar="N", help="Jobs run at once (threads). Default 4."
         )
         parser.add_argument(
+            "--prefetch",
+            metavar="N",
+            help="Jobs claimed ahead of free threads, held under lease until a thread "
+            "is free, for throughput (default DISPATCH_JOBS['WORKER_PREFETCH'], 0: claim "
+            "only for free threads).",
+        )
+        parser.add_argument(
             "--budget",
             metavar="SPEC",
             help="Capacity offered to claims, e.g. cpu=4,memory=8Gi,gpu=1,fpga=1.",
@@ -99,6 +106,10 @@ class Command(BaseCommand):
         """Make the worker's logs visible unless the project configured them."""
         logger = logging.getLogger("dispatch_jobs")
         logger.setLevel(VERBOSITY_LEVELS.get(verbosity, logging.DEBUG))
+        if verbosity == 0:
+            # Quiet means quiet: Django's own task_started/task_finished receivers
+            # log every job at INFO, which costs a worker at full speed dearly.
+            logging.getLogger("django.tasks").setLevel(logging.WARNING)
         if not logger.handlers and not logging.getLogger().handlers:
             handler = logging.StreamHandler()  # stderr
             handler.setFormatter(
