@@ -27,7 +27,8 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
+
+from bench.dburl import database_settings
 
 WORKER_ID = "bench-hotpath"
 
@@ -37,30 +38,10 @@ def noop(n: int = 0) -> None:
 
 
 def _database(url: str, async_commit: bool = False) -> dict[str, Any]:
-    parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        return {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": parts.path,
-            "OPTIONS": {
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 20,
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
-        }
-    engine = {"postgres": "postgresql", "postgresql": "postgresql", "mysql": "mysql"}
-    database: dict[str, Any] = {
-        "ENGINE": f"django.db.backends.{engine[parts.scheme]}",
-        "NAME": parts.path.lstrip("/"),
-        "USER": parts.username or "",
-        "PASSWORD": parts.password or "",
-        "HOST": parts.hostname or "",
-        "PORT": str(parts.port or ""),
-        "CONN_MAX_AGE": None,
-    }
-    if parts.scheme == "mysql":
-        database["OPTIONS"] = {"charset": "utf8mb4"}
-    elif async_commit:
+    database = database_settings(url)
+    if not url.startswith("sqlite"):
+        database["CONN_MAX_AGE"] = None
+    if async_commit and url.startswith("postgres"):
         # What the code costs without the commit's WAL flush (not a durable setup).
         database["OPTIONS"] = {"options": "-c synchronous_commit=off"}
     return database

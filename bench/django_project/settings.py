@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from urllib.parse import urlsplit
+
+from bench.dburl import database_settings
 
 SYSTEM = os.environ.get("BENCH_SYSTEM", "dispatch_jobs")
 SECRET_KEY = "dispatch-jobs-bench"
@@ -24,39 +25,8 @@ ROOT_URLCONF = "bench.django_project.urls"
 STATIC_URL = "/static/"
 
 
-def _database(url: str) -> dict[str, object]:
-    parts = urlsplit(url)
-    if parts.scheme == "sqlite":
-        return {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": parts.path,
-            # The same options the example project and the suite use.
-            "OPTIONS": {
-                "transaction_mode": "IMMEDIATE",
-                "timeout": 20,
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-            },
-        }
-    engine = {
-        "postgres": "django.db.backends.postgresql",
-        "postgresql": "django.db.backends.postgresql",
-        "mysql": "django.db.backends.mysql",
-    }[parts.scheme]
-    database: dict[str, object] = {
-        "ENGINE": engine,
-        "NAME": parts.path.lstrip("/"),
-        "USER": parts.username or "",
-        "PASSWORD": parts.password or "",
-        "HOST": parts.hostname or "",
-        "PORT": str(parts.port or ""),
-    }
-    if parts.scheme == "mysql":
-        database["OPTIONS"] = {"charset": "utf8mb4"}
-    return database
-
-
 DATABASES = {
-    "default": _database(
+    "default": database_settings(
         os.environ.get(
             "BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_dispatch_jobs"
         )
