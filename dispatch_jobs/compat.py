@@ -11,6 +11,7 @@ from django.tasks import (  # noqa: F401
     default_task_backend,
     task_backends,
 )
+from django.tasks import signals as _signals
 from django.tasks.backends.base import BaseTaskBackend  # noqa: F401
 from django.tasks.base import (  # noqa: F401
     DEFAULT_TASK_PRIORITY,
@@ -25,3 +26,8 @@ from django.tasks.exceptions import (  # noqa: F401
     TaskResultMismatch,
 )
 from django.tasks.signals import task_enqueued, task_finished, task_started  # noqa: F401
+
+# Django's own receivers, which log every task (the worker skips a send that only
+# they would hear while their logger is quiet).
+log_task_started = getattr(_signals, "log_task_started", None)
+log_task_finished = getattr(_signals, "log_task_finished", None)

@@ -6,7 +6,7 @@ expiry) uses the database's clock. See docs/store.md for the guarantees.
 """
 
 from .claim import claim_jobs
-from .completion import Completion, complete_leased_jobs, purge_finished_jobs
+from .completion import Completion, Spent, complete_leased_jobs, purge_finished_jobs
 from .enqueue import enqueue_job, enqueue_jobs, payload_size
 from .jobs import (
     count_jobs,
@@ -47,6 +47,7 @@ __all__ = [
     "LEASE_COLUMNS",
     "ClaimOptions",
     "Completion",
+    "Spent",
     "NOTIFY_CHANNEL",
     "ListOptions",
     "Page",

@@ -53,20 +53,39 @@ def renew_leases(worker_id: str, leases: Iterable[tuple[int, int, timedelta]]) -
     lost: set[int] = set()
     with transaction.atomic(using=db.alias()):
         for ttl, held in by_ttl.items():
-            fence = Q()
-            for job_id, epoch in held:
-                fence |= Q(id=job_id, lease_epoch=epoch)
-            rows = _jobs().filter(fence, state=JobState.RUNNING, worker_id=worker_id)
-            # Lock first so the set we report as renewed is exactly the set updated.
-            # Lock in id order, the order the completer's batches lock in, so a
-            # renewal and a completion never deadlock each other.
-            kept = set(rows.order_by("id").select_for_update().values_list("id", flat=True))
+            kept = _lock_held(worker_id, held)
             if kept:
                 _jobs().filter(id__in=kept).update(
                     lease_expires_at=db.now_plus(ttl), heartbeat_at=Now()
                 )
-            lost |= {job_id for job_id, _ in held} - kept
+            lost |= {job_id for job_id, _ in held} - set(kept)
     return lost
+
+
+def _lock_held(worker_id: str, held: Sequence[tuple[int, int]]) -> list[int]:
+    """Lock the rows of ``held`` (``(job_id, epoch)`` pairs) and return, in id
+    order, the ids whose lease this worker still holds at that epoch.
+
+    The rows are locked by key alone, in id order (the order the completer's
+    batches lock in, so a renewal, a hand-back and a completion never deadlock),
+    and the fence is tested here on what the lock read: the latest version,
+    which nobody can change before the caller's transaction ends. Putting the
+    fence in the query instead lets the planner test it through the worker_id
+    index, reading every row the worker ever ran.
+    """
+    epochs = dict(held)
+    rows = (
+        _jobs()
+        .filter(id__in=list(epochs))
+        .order_by("id")
+        .select_for_update()
+        .values_list("id", "lease_epoch", "worker_id", "state")
+    )
+    return [
+        job_id
+        for job_id, epoch, holder, state in rows
+        if epoch == epochs[job_id] and holder == worker_id and state == JobState.RUNNING
+    ]
 
 
 def reclaim_expired_leases(
@@ -112,18 +131,8 @@ def release_leases(
     this worker returns to pending exactly as a reclaim would take it."""
     if not held:
         return []
-    fence = Q()
-    for job_id, epoch in held:
-        fence |= Q(id=job_id, lease_epoch=epoch)
     with transaction.atomic(using=db.alias()):
-        ids = list(
-            _jobs()
-            .filter(fence, state=JobState.RUNNING, worker_id=worker_id)
-            .order_by("id")  # the completer's lock order: no deadlock with it
-            .select_for_update()
-            .values_list("id", flat=True)
-        )
-        return _evict(ids, max_evictions)
+        return _evict(_lock_held(worker_id, held), max_evictions)
 
 
 def _evict(ids: list[int], max_evictions: int | None) -> list[Job]:

@@ -1,9 +1,9 @@
 """The completer: persists settled attempts behind the lease fence, in batches.
 
 Outcomes go through ``store.complete_leased_jobs`` (one transaction per batch,
-one fence per job). A lease lost meanwhile is a silent no-op: the outcome is
-discarded and the row stays as its new holder has it. Usage is recorded
-best-effort for every attempt that was written, failed attempts included.
+one fence per job), each with its usage row (failed attempts included). A lease
+lost meanwhile is a silent no-op: the outcome and its usage are discarded and
+the row stays as its new holder has it.
 """
 
 from __future__ import annotations
@@ -17,71 +17,45 @@ from datetime import timedelta
 from django.db import connections
 
 from .. import store
-from ..models import Usage
 from .executor import EXECUTOR_NAME, Attempt
-from .outcomes import Kind
+from .outcomes import Kind, Outcome
 from .transient import GaveUp, retry_transient
 
 logger = logging.getLogger("dispatch_jobs.worker")
 
 # The largest batch written in one transaction.
-MAX_BATCH = 100
+MAX_BATCH = 500
 
 
 def persist(
-    attempts: Sequence[Attempt],
-    worker_id: str,
-    *,
-    stop: threading.Event | None = None,
-    usage: bool = True,
+    attempts: Sequence[Attempt], worker_id: str, *, stop: threading.Event | None = None
 ) -> set[int]:
-    """Write the attempts' outcomes; return the ids whose outcome was discarded
-    (lease lost, or cancelled before it finished). Records usage best-effort
-    unless ``usage`` is False (the caller then calls ``record_usage`` itself)."""
+    """Write the attempts' outcomes and usage; return the ids whose outcome was
+    discarded (lease lost, or cancelled before it finished)."""
     writable = [a for a in attempts if a.outcome.kind != Kind.CANCELLED]
     discarded = {a.job.pk for a in attempts if a.outcome.kind == Kind.CANCELLED}
-    completions = [store.Completion(a.job, a.epoch, a.retry_in) for a in writable]
+    completions = [
+        store.Completion(a.job, a.epoch, a.retry_in, _spent(a.outcome)) for a in writable
+    ]
     lost = retry_transient(
         lambda: store.complete_leased_jobs(worker_id, completions),
         "writing job outcomes",
         stop=stop,
     )
-    written = [a for a in writable if a.job.pk not in lost]
-    for attempt in written:
-        _log(attempt)
-    for job_id in sorted(lost):
-        logger.info("Job %s: lease lost before its outcome was written; discarded.", job_id)
-    if usage:
-        record_usage(written, worker_id)
+    if logger.isEnabledFor(logging.INFO):
+        for attempt in writable:
+            if attempt.job.pk not in lost:
+                _log(attempt)
+        for job_id in sorted(lost):
+            logger.info("Job %s: lease lost before its outcome was written; discarded.", job_id)
     return discarded | lost
 
 
-def record_usage(attempts: Sequence[Attempt], worker_id: str) -> None:
-    """One usage row per attempt; best-effort (a failure is logged, never raised)."""
-    if not attempts:
-        return
-    try:
-        store.record_usages([_usage(a, worker_id) for a in attempts])
-    except Exception:  # noqa: BLE001 - usage is advisory; the outcome is already safe
-        logger.warning("Could not record usage for %d attempt(s).", len(attempts), exc_info=True)
-
-
-def _usage(attempt: Attempt, worker_id: str) -> Usage:
-    job = attempt.job
-    return Usage(
-        job_id=job.pk,
-        name=job.name,
-        queue=job.queue,
-        attempt=len(job.attempts or []),
-        status=job.state,
-        input_bytes=job.input_bytes,
-        resources=job.resources or {},
-        wall_time=timedelta(seconds=attempt.outcome.wall_time),
-        cpu_time=timedelta(seconds=attempt.outcome.cpu_time),
+def _spent(outcome: Outcome) -> store.Spent:
+    return store.Spent(
+        wall_time=timedelta(seconds=outcome.wall_time),
+        cpu_time=timedelta(seconds=outcome.cpu_time),
         executor=EXECUTOR_NAME,
-        scope_app_id=job.scope_app_id,
-        scope_org_id=job.scope_org_id,
-        worker_id=worker_id,
     )
 
 
@@ -152,7 +126,7 @@ class Completer:
 
     def _write(self, batch: list[Attempt]) -> None:
         try:
-            discarded = persist(batch, self.worker_id, stop=self.stop, usage=False)
+            discarded = persist(batch, self.worker_id, stop=self.stop)
         except GaveUp:
             # Stopping with the database away: the leases expire and the jobs are
             # reclaimed elsewhere. Nothing is lost; the outcomes are.
@@ -160,7 +134,5 @@ class Completer:
         except Exception:  # noqa: BLE001 - never let one bad batch kill the stage
             logger.exception("Could not write %d job outcome(s).", len(batch))
             discarded = {a.job.pk for a in batch}
-        # Free the slots first: usage is advisory and must not slow the pipeline.
         for attempt in batch:
             self.on_done(attempt, attempt.job.pk not in discarded)
-        record_usage([a for a in batch if a.job.pk not in discarded], self.worker_id)

@@ -18,7 +18,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.json import normalize_json
 
-from ..compat import task_finished, task_started
+from ..compat import log_task_finished, log_task_started, task_finished, task_started
 from ..exceptions import Permanent
 from ..models import Job
 from ..names import TaskNotFound, load_task
@@ -32,7 +32,7 @@ from .context import (
     set_current_job,
 )
 from .outcomes import Kind, Outcome, class_path, is_permanent, settle
-from .results import backend_class, task_result
+from .results import backend_class, has_effect, task_result
 
 EXECUTOR_NAME = "in-process"
 logger = logging.getLogger("dispatch_jobs.worker")
@@ -99,7 +99,8 @@ def _run_handler(
 ) -> Attempt:
     sender = backend_class(task)
     try:
-        task_started.send(sender=sender, task_result=context.task_result)
+        if has_effect(task_started, log_task_started):
+            task_started.send(sender=sender, task_result=context.task_result)
         with scope(job.scope_app_id, job.scope_org_id):
             if getattr(task, "takes_context", False):
                 raw = task.call(context, *args, **kwargs)
@@ -125,6 +126,9 @@ def _send_finished(sender: type, job: Job, task: Any, outcome: Outcome) -> None:
     raised: the outcome must still be written, or a completed job would run again."""
     if outcome.kind == Kind.CANCELLED:
         return  # the outcome is discarded; the job is someone else's now
+    # Django's receiver logs a failure at ERROR: only a success may go unheard.
+    if outcome.kind == Kind.SUCCESS and not has_effect(task_finished, log_task_finished):
+        return
     try:
         task_finished.send(sender=sender, task_result=task_result(job, task))
     except Exception:  # noqa: BLE001

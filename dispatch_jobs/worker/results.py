@@ -1,8 +1,13 @@
-"""The ``TaskResult`` the worker's signals carry, and who sends them."""
+"""The ``TaskResult`` the worker's signals carry, who sends them, and when a
+send can be skipped."""
 
 from __future__ import annotations
 
+import logging
+import weakref
 from typing import Any
+
+from django.dispatch import Signal
 
 from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult, task_backends
 from ..models import Job
@@ -21,3 +26,28 @@ def backend_class(task: Any) -> type:
         return type(task_backends[alias])
     except Exception:  # noqa: BLE001 - an alias no longer configured: use the default's
         return type(task_backends[DEFAULT_TASK_BACKEND_ALIAS])
+
+
+def has_effect(signal: Signal, logging_receiver: object) -> bool:
+    """Whether sending ``signal`` could do anything: False only when its one
+    receiver is ``logging_receiver`` (Django's own, which logs each task on the
+    ``django.tasks`` logger at INFO) and that logger drops INFO records.
+
+    Building the ``TaskResult`` a send carries costs more than running a no-op
+    job, and the worker sends two per job; when nobody would see them, it skips
+    both. Anything else connected (or a receiver list this cannot read) means
+    the signal is sent, as Django specifies.
+    """
+    try:
+        receivers = [entry[1] for entry in signal.receivers]
+    except (AttributeError, IndexError, TypeError):
+        return True
+    if len(receivers) != 1:
+        return True
+    receiver = receivers[0]
+    if isinstance(receiver, weakref.ReferenceType):
+        receiver = receiver()
+    return receiver is not logging_receiver or _TASKS_LOGGER.isEnabledFor(logging.INFO)
+
+
+_TASKS_LOGGER = logging.getLogger("django.tasks")

@@ -9,8 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from dispatch_jobs import store
-from dispatch_jobs.models import Job, JobState
-from dispatch_jobs.store import Completion
+from dispatch_jobs.models import Job, JobState, Usage
+from dispatch_jobs.store import Completion, Spent
 from tests.factories import JobFactory, running
 from tests.store.support import db_now, snapshot
 
@@ -87,6 +87,34 @@ def test_a_mixed_batch_writes_every_outcome_and_leaves_lost_leases_untouched():
     for row in rows.values():
         # The lease-owned columns are the grant's, the renewal's and the reclaim's.
         assert (row.worker_id, row.lease_epoch) == ("w1", 4)
+
+
+def test_usage_is_written_with_each_written_outcome_and_never_for_a_lost_one():
+    done = _held(name="t.done", queue="q1", scope_app_id="app", resources={"cpu": 500})
+    retry, lost, unmeasured = _held(name="t.retry"), _held(), _held()
+    Job.objects.filter(pk=lost.pk).update(lease_epoch=5)
+    done.state, done.attempts = JobState.COMPLETED, [{"n": 1}, {"n": 2}]
+    retry.state, retry.retry_count, retry.attempts = JobState.RETRYING, 1, [{"n": 1}]
+    lost.state = unmeasured.state = JobState.COMPLETED
+    spent = Spent(timedelta(milliseconds=1500), timedelta(milliseconds=20), "in-process")
+    batch = [Completion(j, 4, spent=spent) for j in (done, lost)]
+    batch += [Completion(retry, 4, timedelta(seconds=5), spent), Completion(unmeasured, 4)]
+
+    assert store.complete_leased_jobs("w1", batch) == {lost.pk}
+
+    rows = {u.job_id: u for u in Usage.objects.all()}
+    assert set(rows) == {done.pk, retry.pk}
+    usage = rows[done.pk]
+    assert (usage.name, usage.queue, usage.status, usage.attempt) == (
+        "t.done",
+        "q1",
+        JobState.COMPLETED,
+        2,
+    )
+    assert (usage.wall_time, usage.cpu_time) == (spent.wall_time, spent.cpu_time)
+    assert (usage.executor, usage.worker_id, usage.scope_app_id) == ("in-process", "w1", "app")
+    assert usage.resources == {"cpu": 500}
+    assert (rows[retry.pk].status, rows[retry.pk].attempt) == (JobState.RETRYING, 1)
 
 
 def test_a_batch_is_one_statement_on_postgresql():

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
 import pytest
 from django.test import override_settings
 
-from dispatch_jobs.compat import task_backends, task_finished, task_started
+from dispatch_jobs.compat import (
+    log_task_finished,
+    log_task_started,
+    task_backends,
+    task_finished,
+    task_started,
+)
 from dispatch_jobs.models import Job, JobState, Usage
 from dispatch_jobs.scope import scope
 from dispatch_jobs.worker import drain
+from dispatch_jobs.worker.results import has_effect
 from tests.jobs import tasks
 from tests.worker.support import enqueue, reload
 
@@ -189,3 +197,42 @@ def test_a_failing_task_finished_receiver_does_not_lose_the_outcome():
         task_finished.disconnect(broken)
     job = reload(job)
     assert (job.state, job.return_value) == (JobState.COMPLETED, 42)
+
+
+@pytest.fixture
+def tasks_logger():
+    """Django's ``django.tasks`` logger, its level restored afterwards."""
+    logger = logging.getLogger("django.tasks")
+    level = logger.level
+    yield logger
+    logger.setLevel(level)
+
+
+def test_django_logs_each_task_when_its_logger_listens(tasks_logger, caplog):
+    tasks_logger.setLevel(logging.INFO)
+    with caplog.at_level(logging.INFO, logger="django.tasks"):
+        job = enqueue(tasks.add, 1, 2)
+        drain()
+    lines = [r.getMessage() for r in caplog.records if r.name == "django.tasks"]
+    assert f"Task id={job.pk} path=tests.jobs.tasks.add state=RUNNING" in lines
+    assert f"Task id={job.pk} path=tests.jobs.tasks.add state=SUCCESSFUL" in lines
+
+
+def test_a_send_only_djangos_quiet_logger_would_hear_is_skipped(tasks_logger):
+    tasks_logger.setLevel(logging.WARNING)
+    # Django's own logging receivers alone, logger quiet: nothing could observe it.
+    assert not has_effect(task_started, log_task_started)
+    assert not has_effect(task_finished, log_task_finished)
+    tasks_logger.setLevel(logging.INFO)
+    assert has_effect(task_started, log_task_started)
+    tasks_logger.setLevel(logging.WARNING)
+
+    def listener(sender, task_result, **kwargs):
+        pass
+
+    task_finished.connect(listener)
+    try:
+        assert has_effect(task_finished, log_task_finished)
+    finally:
+        task_finished.disconnect(listener)
+    assert not has_effect(task_finished, log_task_finished)
