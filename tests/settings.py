@@ -1,7 +1,6 @@
-"""Test settings. The database comes from DATABASE_URL (default: a SQLite file).
-
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/dispatch_jobs
-    DATABASE_URL=mysql://root@127.0.0.1:3306/dispatch_jobs
+"""Test settings. The database comes from DATABASE_URL (default: a SQLite file),
+e.g. ``postgres://postgres@127.0.0.1:5432/dispatch_jobs`` or
+``mysql://root@127.0.0.1:3306/dispatch_jobs``.
 """
 
 from pathlib import Path
