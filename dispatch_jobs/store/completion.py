@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -142,20 +142,12 @@ def _complete_in_one_statement(worker_id: str, ordered: Sequence[Completion]) ->
     return set(ids) - written
 
 
-# Columns whose completion value comes from the database clock, not the job.
-_DB_CLOCK = frozenset({"completed_at", "run_at"})
-
-# What an attempt's outcome changes on the row: ``worker.outcomes.settle`` sets
-# nothing else, so nothing else is sent (the rest of the row is as claimed).
-OUTCOME_COLUMNS = (
-    "state",
-    "retry_count",
-    "last_error",
-    "attempts",
-    "return_value",
-    "run_at",
-    "completed_at",
-)
+# What an attempt's outcome changes on the row and the job carries: what
+# ``worker.outcomes.settle`` sets, but for the two times that decide readiness
+# and retention, which come from the database's clock (``completed_at`` when the
+# job finishes, ``run_at`` when it will retry). Nothing else is sent: the rest
+# of the row is as claimed.
+OUTCOME_COLUMNS = ("state", "retry_count", "last_error", "attempts", "return_value")
 
 
 # The batch statement by database alias: built once, the same text every batch.
@@ -165,14 +157,14 @@ _BATCH_SQL: dict[str, str] = {}
 def _batch_sql(connection: BaseDatabaseWrapper) -> str:
     quote = connection.ops.quote_name
     table = quote(Job._meta.db_table)
-    assignments = [f"{quote(c)} = v.{quote(c)}" for c in OUTCOME_COLUMNS if c not in _DB_CLOCK]
+    assignments = [f"{quote(c)} = v.{quote(c)}" for c in OUTCOME_COLUMNS]
     assignments += [
         f"{quote('updated_at')} = STATEMENT_TIMESTAMP()",
         # Database-now for finished jobs, as Now() does in the row-by-row path.
         f"{quote('completed_at')} = CASE WHEN v._finished THEN STATEMENT_TIMESTAMP() "
-        f"ELSE v.{quote('completed_at')} END",
+        f"ELSE job.{quote('completed_at')} END",
         # A retry becomes ready at database-now + backoff: no worker clock involved.
-        f"{quote('run_at')} = CASE WHEN v._retry_in IS NULL THEN v.{quote('run_at')} "
+        f"{quote('run_at')} = CASE WHEN v._retry_in IS NULL THEN job.{quote('run_at')} "
         "ELSE STATEMENT_TIMESTAMP() + v._retry_in END",
     ]
     types = ["_id bigint", "_epoch integer", "_finished boolean", "_retry_in interval"]
@@ -228,9 +220,8 @@ def _usage_insert(connection: BaseDatabaseWrapper) -> str:
 
 def _json_row(completion: Completion) -> dict[str, object]:
     """One outcome as a JSON object the recordset reads back column by column:
-    JSON columns nested as they are, times as ISO text, durations as interval
-    text, the rest as JSON scalars (JSON null is SQL NULL, as ``update`` writes
-    for None)."""
+    JSON columns nested as they are, durations as interval text, the rest as
+    JSON scalars (JSON null is SQL NULL, as ``update`` writes for None)."""
     job = completion.job
     retry_in = (completion.retry_in or timedelta(0)) if job.state == JobState.RETRYING else None
     spent = completion.spent
@@ -244,12 +235,7 @@ def _json_row(completion: Completion) -> dict[str, object]:
         "_executor": spent.executor if spent else None,
     }
     for column in OUTCOME_COLUMNS:
-        value = getattr(job, column)
-        if isinstance(value, datetime):
-            value = value.isoformat()
-        elif isinstance(value, timedelta):
-            value = _interval(value)
-        row[column] = value
+        row[column] = getattr(job, column)
     return row
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -65,7 +66,7 @@ class JobContext(TaskContext):  # type: ignore[misc]  # frozen at runtime
 
     @property
     def timed_out(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
+        return past(self.deadline)
 
     @property
     def cancelled(self) -> bool:
@@ -98,16 +99,52 @@ class JobContext(TaskContext):  # type: ignore[misc]  # frozen at runtime
             self.cancellation.wait(left if remaining is None else min(left, remaining + 0.001))
 
 
-_current: ContextVar[JobContext | None] = ContextVar("dispatch_jobs_job", default=None)
+def past(deadline: float | None) -> bool:
+    """Whether a deadline (``time.monotonic()`` seconds, or None) has passed."""
+    return deadline is not None and time.monotonic() >= deadline
+
+
+class ContextSlot:
+    """One attempt's context, built on first use.
+
+    The executor knows the job's cancellation and deadline from the start, but
+    the ``TaskResult`` inside a :class:`JobContext` costs more to build than a
+    no-op job takes to run, and most handlers never ask for it. The slot builds
+    the context when a ``takes_context`` handler is called, a ``task_started``
+    receiver listens, or the handler calls :func:`current_job`; at most once.
+    """
+
+    __slots__ = ("_build", "_built", "cancellation", "deadline")
+
+    def __init__(
+        self, build: Callable[[], JobContext], cancellation: Cancellation, deadline: float | None
+    ) -> None:
+        self._build = build
+        self._built: JobContext | None = None
+        self.cancellation = cancellation
+        self.deadline = deadline
+
+    @property
+    def timed_out(self) -> bool:
+        return past(self.deadline)
+
+    def get(self) -> JobContext:
+        if self._built is None:
+            self._built = self._build()
+        return self._built
+
+
+_current: ContextVar[ContextSlot | None] = ContextVar("dispatch_jobs_job", default=None)
 
 
 def current_job() -> JobContext | None:
     """The context of the job running in this thread, or None outside a job."""
-    return _current.get()
+    slot = _current.get()
+    return None if slot is None else slot.get()
 
 
-def set_current_job(context: JobContext | None) -> object:
-    return _current.set(context)
+def set_current_job(slot: ContextSlot | None) -> object:
+    return _current.set(slot)
 
 
 def reset_current_job(token: object) -> None:

@@ -26,6 +26,7 @@ from ..scope import scope
 from .context import (
     TIMED_OUT,
     Cancellation,
+    ContextSlot,
     JobContext,
     JobTimedOut,
     reset_current_job,
@@ -75,11 +76,15 @@ def execute(
     except (TaskNotFound, InvalidPayload) as exc:
         outcome = clock.outcome(Kind.PERMANENT, exc=exc)
         return Attempt(job, job.lease_epoch, outcome, settle(job, outcome, worker_id))
-    context = JobContext(
-        task_result=task_result(job, task),
-        job_id=job.pk,
-        deadline=deadline,
-        cancellation=cancellation,
+    context = ContextSlot(
+        lambda: JobContext(
+            task_result=task_result(job, task),
+            job_id=job.pk,
+            deadline=deadline,
+            cancellation=cancellation,
+        ),
+        cancellation,
+        deadline,
     )
     token = set_current_job(context)
     try:
@@ -93,17 +98,17 @@ def _run_handler(
     task: Any,
     args: list[Any],
     kwargs: dict[str, Any],
-    context: JobContext,
+    context: ContextSlot,
     clock: _Clock,
     worker_id: str,
 ) -> Attempt:
     sender = backend_class(task)
     try:
         if has_effect(task_started, log_task_started):
-            task_started.send(sender=sender, task_result=context.task_result)
+            task_started.send(sender=sender, task_result=context.get().task_result)
         with scope(job.scope_app_id, job.scope_org_id):
             if getattr(task, "takes_context", False):
-                raw = task.call(context, *args, **kwargs)
+                raw = task.call(context.get(), *args, **kwargs)
             else:
                 raw = task.call(*args, **kwargs)
         value = normalize_return(raw)
@@ -163,7 +168,7 @@ def normalize_return(value: Any) -> Any:
         ) from exc
 
 
-def _classify(exc: BaseException, context: JobContext, task: Any) -> Kind:
+def _classify(exc: BaseException, context: ContextSlot, task: Any) -> Kind:
     if context.cancellation.is_set() and context.cancellation.reason != TIMED_OUT:
         return Kind.CANCELLED  # lease lost or handed back: the outcome is discarded
     if isinstance(exc, JobTimedOut) or context.timed_out:
@@ -173,7 +178,7 @@ def _classify(exc: BaseException, context: JobContext, task: Any) -> Kind:
     return Kind.ERROR
 
 
-def _finished_outcome(clock: _Clock, context: JobContext, value: Any) -> Outcome:
+def _finished_outcome(clock: _Clock, context: ContextSlot, value: Any) -> Outcome:
     if context.cancellation.is_set() and context.cancellation.reason != TIMED_OUT:
         return clock.outcome(Kind.CANCELLED, message=context.cancellation.reason)
     if context.timed_out:

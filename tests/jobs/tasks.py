@@ -55,6 +55,17 @@ def report_scope() -> dict:
     return {"app": current.app_id, "org": current.org_id}
 
 
+@_task
+def report_context() -> dict:
+    """What ``current_job()`` shows a handler that did not ask for a context."""
+    from dispatch_jobs.worker import current_job
+
+    context = current_job()
+    assert context is not None and context is current_job()  # built once
+    result = context.task_result
+    return {"job_id": context.job_id, "id": result.id, "status": result.status}
+
+
 @_task(takes_context=True)
 def nap(context, seconds: float, directory: str = "") -> str:
     """Sleep cooperatively; record the start, and the cancellation if observed."""

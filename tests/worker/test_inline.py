@@ -236,3 +236,11 @@ def test_a_send_only_djangos_quiet_logger_would_hear_is_skipped(tasks_logger):
     finally:
         task_finished.disconnect(listener)
     assert not has_effect(task_finished, log_task_finished)
+
+
+def test_current_job_gives_a_handler_its_context_on_demand():
+    job = enqueue(tasks.report_context)
+    drain()
+    job = reload(job)
+    assert job.state == JobState.COMPLETED
+    assert job.return_value == {"job_id": job.pk, "id": str(job.pk), "status": "RUNNING"}
