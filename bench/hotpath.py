@@ -6,7 +6,9 @@
     .venv/bin/python -m bench.hotpath --db ... --only claim --finished 1000000
     .venv/bin/python -m bench.hotpath --db ... --only single --profile
 
-Scenarios (each repeated ``--reps`` times, median reported, in jobs/s):
+Scenarios (each repeated ``--reps`` times; the medians reported are jobs/s and
+this process's CPU time per job, in µs: the Python share of the cost, steadier
+than the rate on a shared machine, since the database's work is another process):
 
 - ``single``: ``noop.enqueue()`` one at a time, autocommit (one job per transaction);
 - ``bulk``: ``noop.enqueue_many()`` in batches of ``--batch``;
@@ -26,7 +28,7 @@ import statistics
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench.dburl import database_settings
 
@@ -116,23 +118,53 @@ def _fill(count: int, *, state: str = "pending") -> None:
             cursor.execute(f"VACUUM ANALYZE {table}")
 
 
-def single(noop_task: Any, count: int) -> float:
+class Timing(NamedTuple):
+    """One repetition: jobs done, wall-clock seconds, and this process's CPU seconds."""
+
+    jobs: int
+    seconds: float
+    cpu: float
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.seconds
+
+    @property
+    def cpu_per_job(self) -> float:
+        """Microseconds of this process's CPU per job."""
+        return self.cpu / self.jobs * 1e6
+
+
+def _timed(run: Callable[[], int]) -> Timing:
+    """Time ``run`` (which returns how many jobs it did) on both clocks."""
+    started, cpu = time.perf_counter(), time.process_time()
+    jobs = run()
+    return Timing(jobs, time.perf_counter() - started, time.process_time() - cpu)
+
+
+def single(noop_task: Any, count: int) -> Timing:
     _empty()
-    started = time.perf_counter()
-    for i in range(count):
-        noop_task.enqueue(i)
-    return count / (time.perf_counter() - started)
+
+    def run() -> int:
+        for i in range(count):
+            noop_task.enqueue(i)
+        return count
+
+    return _timed(run)
 
 
-def bulk(noop_task: Any, count: int, batch: int) -> float:
+def bulk(noop_task: Any, count: int, batch: int) -> Timing:
     _empty()
-    started = time.perf_counter()
-    for start in range(0, count // batch * batch, batch):
-        noop_task.enqueue_many([((start + i,), {}) for i in range(batch)])
-    return (count // batch * batch) / (time.perf_counter() - started)
+
+    def run() -> int:
+        for start in range(0, count // batch * batch, batch):
+            noop_task.enqueue_many([((start + i,), {}) for i in range(batch)])
+        return count // batch * batch
+
+    return _timed(run)
 
 
-def claim(count: int, batch: int) -> float:
+def claim(count: int, batch: int) -> Timing:
     """Claim ``count`` fresh pending jobs; finished rows already there stay."""
     from dispatch_jobs import store
     from dispatch_jobs.models import Job
@@ -142,35 +174,40 @@ def claim(count: int, batch: int) -> float:
     options = store.ClaimOptions(
         queues=["default"], limit=batch, worker_id=WORKER_ID, lease_ttl=timedelta(seconds=30)
     )
-    claimed = 0
-    started = time.perf_counter()
-    while True:
-        jobs = store.claim_jobs(options)
-        if not jobs:
-            break
-        claimed += len(jobs)
-    elapsed = time.perf_counter() - started
-    if claimed != count:
-        raise SystemExit(f"claimed {claimed} of {count} jobs")
-    return claimed / elapsed
+
+    def run() -> int:
+        claimed = 0
+        while jobs := store.claim_jobs(options):
+            claimed += len(jobs)
+        return claimed
+
+    timing = _timed(run)
+    if timing.jobs != count:
+        raise SystemExit(f"claimed {timing.jobs} of {count} jobs")
+    return timing
 
 
-def _measure(name: str, run: Callable[[], float], reps: int, profile: bool) -> float:
-    rates = []
+def _measure(name: str, run: Callable[[], Timing], reps: int, profile: bool) -> float:
+    """Run ``reps`` repetitions, print the medians; returns the median rate."""
+    timings = []
     for rep in range(reps):
         if profile and rep == 0:
             from pyinstrument import Profiler
 
             profiler = Profiler(interval=0.0005)
             profiler.start()
-            rates.append(run())
+            timings.append(run())
             profiler.stop()
             print(profiler.output_text(unicode=False, color=False, show_all=False))
         else:
-            rates.append(run())
-    median = statistics.median(rates)
-    shown = ", ".join(f"{r:,.0f}" for r in rates)
-    print(f"{name:<28} median {median:>10,.0f} jobs/s   ({shown})", flush=True)
+            timings.append(run())
+    median = statistics.median(t.rate for t in timings)
+    cpu = statistics.median(t.cpu_per_job for t in timings)
+    shown = ", ".join(f"{t.rate:,.0f}" for t in timings)
+    print(
+        f"{name:<28} median {median:>10,.0f} jobs/s  {cpu:>7,.1f} µs CPU/job   ({shown})",
+        flush=True,
+    )
     return median
 
 

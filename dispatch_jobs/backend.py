@@ -20,9 +20,8 @@ a tasks module, possibly before the app registry is ready.
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.apps import apps
 from django.conf import settings as django_settings
@@ -30,8 +29,9 @@ from django.core.checks import CheckMessage, Error
 
 from . import compat, names
 from .conf import settings
-from .results import job_to_result, parse_result_id
-from .scope import current_scope
+from .resources import ResourceSet
+from .results import enqueued_result, job_to_result, parse_result_id, task_as_enqueued
+from .scope import Scope, current_scope
 from .task import DispatchTask
 from .validation import (
     aware_run_after,
@@ -39,11 +39,12 @@ from .validation import (
     check_schedulable,
     check_scope,
     check_task_fields,
+    encode_arguments,
     live_window,
 )
 
 if TYPE_CHECKING:
-    from .models import Job
+    from .store.enqueue import EncodedJSON, NewJobs
 
 # The backend takes no OPTIONS of its own: engine settings live in DISPATCH_JOBS.
 KNOWN_OPTIONS: frozenset[str] = frozenset()
@@ -81,30 +82,19 @@ class DispatchBackend(compat.BaseTaskBackend):
         self, task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> compat.TaskResult:
         """Write one pending job in the caller's transaction and return its result."""
-        from . import store
-
-        job = self._build_job(task, args, kwargs, self._capacities_for([task], [(args, kwargs)]))
-        store.enqueue_job(job)
-        return self._enqueued(job, task)
+        capacities = self._capacities_for([task], [(args, kwargs)])
+        definition = _as_dispatch_task(task)
+        self.validate_task(definition)
+        return self._write(task, definition, [(args, kwargs)], capacities)[0]
 
     def enqueue_many(
         self, task: compat.Task, calls: Sequence[tuple[Sequence[Any], Mapping[str, Any]]]
     ) -> list[compat.TaskResult]:
         """Write one job per ``(args, kwargs)`` in a single INSERT, in the caller's
         transaction. Every call is validated before any row is written."""
-        from . import store
-
         capacities = self._capacities_for([task], calls)
         self.validate_task(task)  # once for the batch: it is the same task each time
-        cap = settings.max_payload_bytes  # once for the batch: a settings read is costly
-        jobs = [
-            self._build_job(
-                task, args, kwargs, capacities, task_validated=True, max_payload_bytes=cap
-            )
-            for args, kwargs in calls
-        ]
-        created = store.enqueue_jobs(jobs)
-        return [self._enqueued(job, task) for job in created]
+        return self._write(task, _as_dispatch_task(task), calls, capacities)
 
     def get_result(self, result_id: object) -> compat.TaskResult:
         """The result of a job by id. Unknown or malformed ids raise
@@ -155,45 +145,43 @@ class DispatchBackend(compat.BaseTaskBackend):
             )
         return errors
 
-    def _build_job(
+    def _write(
         self,
         task: compat.Task,
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any],
+        definition: DispatchTask,
+        calls: Sequence[tuple[Sequence[Any], Mapping[str, Any]]],
         capacities: Sequence[Mapping[str, int]],
-        *,
-        task_validated: bool = False,
-        max_payload_bytes: int | None = None,
-    ) -> Job:
-        """Validate one call and build its unsaved row. Raises before any write."""
-        definition = _as_dispatch_task(task)
-        if not task_validated:
-            self.validate_task(definition)
-        check_arguments(definition, args, kwargs, max_payload_bytes)
-        scope = definition.scope or current_scope()
-        check_scope(definition, scope)
-        requests, limits = definition.resolve_resources(args, kwargs)
-        check_schedulable(definition, requests, capacities)
-        fields: dict[str, Any] = dict(
-            name=definition.job_name,
-            queue=definition.queue_name,
-            payload={"args": list(args), "kwargs": dict(kwargs)},
-            priority=int(definition.priority),
-            max_retries=definition.max_retries,
-            timeout=definition.timeout,
-            lease_ttl=definition.lease_ttl,
-            resources=dict(requests),
-            resource_limits=dict(limits),
-            resource_class=definition.resource_class,
-            execution=definition.execution,
-            scope_app_id=scope.app_id,
-            scope_org_id=scope.org_id,
+    ) -> list[compat.TaskResult]:
+        """Validate every call, write them all in one INSERT, then send
+        ``task_enqueued`` for each, with the backend class as sender (Django's
+        contract). The task is validated already."""
+        from .store.enqueue import insert_jobs
+
+        cap = settings.max_payload_bytes  # once: a settings read costs more than a check
+        checked: list[_Call] = []
+        resolved = None
+        for args, kwargs in calls:
+            call = _check_call(definition, args, kwargs, capacities, cap, resolved)
+            if definition.resource_func is None:
+                # Nothing else varies them: every call resolves the same resources.
+                resolved = (call.requests, call.limits)
+            checked.append(call)
+        if not checked:
+            return []
+        new = _new_jobs(definition, checked)
+        created = insert_jobs(new)
+        result_task = task_as_enqueued(
+            task, new.shared["queue"], new.shared["priority"], self.alias
         )
-        run_at = aware_run_after(definition)
-        if run_at is not None:
-            # Omitted otherwise: the column's default is the database's now.
-            fields["run_at"] = run_at
-        return _new_job(fields)
+        sender = type(self)
+        results = []
+        for (job_id, created_at), call in zip(created, checked, strict=True):
+            result = enqueued_result(
+                result_task, self.alias, job_id, created_at, call.args, call.kwargs
+            )
+            compat.task_enqueued.send(sender, task_result=result)
+            results.append(result)
+        return results
 
     def _capacities_for(
         self, tasks: Sequence[compat.Task], calls: Sequence[Any]
@@ -207,42 +195,86 @@ class DispatchBackend(compat.BaseTaskBackend):
             return []
         return [dict(w.capacity or {}) for w in store.live_workers(live_window())]
 
-    def _enqueued(self, job: Job, task: compat.Task) -> compat.TaskResult:
-        result = job_to_result(job, task, self.alias)
-        # Django's contract: the sender is the backend class.
-        compat.task_enqueued.send(type(self), task_result=result)
-        return result
+
+class _Call(NamedTuple):
+    """One validated call: its arguments, their encoded payload, and the scope and
+    resources it resolved."""
+
+    args: Sequence[Any]
+    kwargs: Mapping[str, Any]
+    payload: EncodedJSON
+    scope: Scope
+    requests: ResourceSet
+    limits: ResourceSet
 
 
-def _new_job(values: Mapping[str, Any]) -> Job:
-    """``Job(**values)`` through the model's positional constructor, which skips
-    the keyword path's per-field lookups: several times cheaper, and enqueue_many
-    builds one row per call."""
-    from .models import Job
+def _check_call(
+    definition: DispatchTask,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    capacities: Sequence[Mapping[str, int]],
+    max_payload_bytes: int,
+    resolved: tuple[ResourceSet, ResourceSet] | None,
+) -> _Call:
+    """Validate one call and resolve what it contributes to its row. Raises
+    before any write. ``resolved``: the resources of an earlier call, when they
+    cannot differ (checked then, in this order)."""
+    payload = encode_arguments(definition, args, kwargs, max_payload_bytes)
+    scope = definition.scope or current_scope()
+    check_scope(definition, scope)
+    if resolved is None:
+        resolved = definition.resolve_resources(args, kwargs)
+        check_schedulable(definition, resolved[0], capacities)
+    return _Call(args, kwargs, payload, scope, *resolved)
 
-    row = [
-        values[name] if name in values else (make() if make else constant)
-        for name, make, constant in _layout()
-    ]
-    # cast: the stubs type the constructor's keyword form only.
-    return cast(Any, Job)(*row)
+
+def _new_jobs(definition: DispatchTask, calls: Sequence[_Call]) -> NewJobs:
+    """The rows of validated calls, as columns: the task's options are shared by
+    every row; each payload is its own; scope and resources are shared unless a
+    call differs (a ``resource_func``)."""
+    from .store.enqueue import NewJobs
+
+    shared = _task_columns(definition)
+    own: dict[str, list[Any]] = {"payload": [call.payload for call in calls]}
+    first = calls[0]
+    decided = (first.scope, first.requests, first.limits)
+    if all((call.scope, call.requests, call.limits) == decided for call in calls):
+        shared.update(_call_columns(first))
+    else:
+        rows = [_call_columns(call) for call in calls]
+        own.update({attname: [row[attname] for row in rows] for attname in rows[0]})
+    return NewJobs(len(calls), shared, own)
 
 
-@functools.cache
-def _layout() -> tuple[tuple[str, Callable[[], Any] | None, Any], ...]:
-    """(name, default factory, constant default) per concrete field of Job, in
-    constructor order. A callable default (dict, list) is called per row, as the
-    model does; any other default is the same value every time, so it is read
-    once (the model hands out the same object too)."""
-    from .models import Job
+def _task_columns(definition: DispatchTask) -> dict[str, Any]:
+    """The columns a task's options decide: the same for every call of it."""
+    columns: dict[str, Any] = dict(
+        name=definition.job_name,
+        queue=definition.queue_name,
+        priority=int(definition.priority),
+        max_retries=definition.max_retries,
+        timeout=definition.timeout,
+        lease_ttl=definition.lease_ttl,
+        resource_class=definition.resource_class,
+        execution=definition.execution,
+    )
+    run_at = aware_run_after(definition)
+    if run_at is not None:
+        # Omitted otherwise: the column's default is the database's now.
+        columns["run_at"] = run_at
+    return columns
 
-    layout = []
-    for field in Job._meta.concrete_fields:
-        if field.has_default() and callable(field.default):
-            layout.append((field.attname, field.default, None))
-        else:
-            layout.append((field.attname, None, field.get_default()))
-    return tuple(layout)
+
+def _call_columns(call: _Call) -> dict[str, Any]:
+    """The columns one call's scope and resolved resources decide."""
+    from .store.enqueue import resource_columns
+
+    columns = resource_columns(call.requests)
+    columns["scope_app_id"] = call.scope.app_id
+    columns["scope_org_id"] = call.scope.org_id
+    columns["resources"] = dict(call.requests)
+    columns["resource_limits"] = dict(call.limits)
+    return columns
 
 
 def _as_dispatch_task(task: compat.Task) -> DispatchTask:

@@ -60,13 +60,20 @@ def status_of(state: str) -> compat.TaskResultStatus:
 
 def task_for_job(task: compat.Task, job: Job, backend_alias: str) -> compat.Task:
     """The task as this job was enqueued: the row's queue, priority and run time."""
+    return task_as_enqueued(task, job.queue, job.priority, backend_alias)
+
+
+def task_as_enqueued(
+    task: compat.Task, queue: str, priority: int, backend_alias: str
+) -> compat.Task:
+    """``task`` with the backend, queue and priority a row of it was stored with."""
     changes: dict[str, Any] = {}
     if task.backend != backend_alias:
         changes["backend"] = backend_alias
-    if job.queue != task.queue_name:
-        changes["queue_name"] = job.queue
-    if job.priority != task.priority:
-        changes["priority"] = job.priority
+    if queue != task.queue_name:
+        changes["queue_name"] = queue
+    if priority != task.priority:
+        changes["priority"] = priority
     if not changes:
         return task
     try:
@@ -75,6 +82,32 @@ def task_for_job(task: compat.Task, job: Job, backend_alias: str) -> compat.Task
         # The configuration changed since (a queue was removed): show the task as
         # defined rather than refuse to report on a row that exists.
         return task
+
+
+def enqueued_result(
+    task: compat.Task,
+    backend_alias: str,
+    job_id: int,
+    created_at: object,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+) -> compat.TaskResult:
+    """The result of a row just enqueued (``task`` from ``task_as_enqueued``): what
+    ``job_to_result`` maps a new pending row to, built without the row."""
+    return compat.TaskResult(
+        task=task,
+        id=str(job_id),
+        status=compat.TaskResultStatus.READY,
+        enqueued_at=_aware(created_at),
+        started_at=None,
+        finished_at=None,
+        last_attempted_at=None,
+        args=list(args),
+        kwargs=dict(kwargs),
+        backend=backend_alias,
+        errors=[],
+        worker_ids=[],
+    )
 
 
 def job_to_result(job: Job, task: compat.Task, backend_alias: str) -> compat.TaskResult:

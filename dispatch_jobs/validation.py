@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings as django_settings
 from django.utils import timezone
@@ -21,6 +21,9 @@ from . import compat
 from .conf import settings
 from .resources import ResourceSet, fits
 from .scope import Scope
+
+if TYPE_CHECKING:
+    from .store.enqueue import EncodedJSON
 
 NAME_MAX = 255
 QUEUE_MAX = 100
@@ -70,13 +73,24 @@ def check_arguments(
     """JSON-only values, a signature they bind to, and a payload under the cap
     (``max_payload_bytes``, default the setting: a caller checking many calls
     reads it once)."""
+    encode_arguments(task, args, kwargs, max_payload_bytes)
+
+
+def encode_arguments(
+    task: compat.Task,
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    max_payload_bytes: int | None = None,
+) -> EncodedJSON:
+    """``check_arguments``, returning the payload with the encoding the cap
+    measured: enqueue writes that text, so a payload is encoded once."""
     for index, value in enumerate(args):
         _check_json(task, f"args[{index}]", value)
     for key, value in kwargs.items():
         _check_json(task, f"kwargs[{key!r}]", value)
     _check_binding(task, args, kwargs)
     cap = settings.max_payload_bytes if max_payload_bytes is None else max_payload_bytes
-    _check_size(task, args, kwargs, cap)
+    return _check_size(task, args, kwargs, cap)
 
 
 def check_scope(task: compat.Task, scope: Scope) -> None:
@@ -170,9 +184,63 @@ def _signature(func: Callable[..., Any]) -> inspect.Signature:
         return inspect.signature(func)
 
 
+@dataclass(frozen=True)
+class _PlainParameters:
+    """A signature of plain parameters (no positional-only, no ``*args`` or
+    ``**kwargs``), in the form ``binds`` reads."""
+
+    positional: tuple[str, ...]  # positional-or-keyword names, in order
+    names: frozenset[str]  # every name a keyword may give
+    required: frozenset[str]  # the names without a default
+    least: int  # positional arguments that cover every required positional one
+    required_keyword_only: bool
+
+    def binds(self, count: int, keywords: Mapping[str, Any]) -> bool:
+        """Whether ``count`` positional arguments and ``keywords`` bind, as
+        ``Signature.bind`` decides for such a signature."""
+        if count > len(self.positional):
+            return False
+        if not keywords:
+            return count >= self.least and not self.required_keyword_only
+        taken = self.positional[:count]
+        return all(key in self.names and key not in taken for key in keywords) and all(
+            name in taken or name in keywords for name in self.required
+        )
+
+
+def _plain_parameters(func: Callable[..., Any]) -> _PlainParameters | None:
+    """The function's parameters when they are plain, computed once per function."""
+    try:
+        return _cached_plain_parameters(func)
+    except TypeError:  # an unhashable callable
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_plain_parameters(func: Callable[..., Any]) -> _PlainParameters | None:
+    parameters = list(_signature(func).parameters.values())
+    if any(p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in parameters):
+        return None
+    positional = [p for p in parameters if p.kind == p.POSITIONAL_OR_KEYWORD]
+    required = [p for p in parameters if p.default is p.empty]
+    return _PlainParameters(
+        positional=tuple(p.name for p in positional),
+        names=frozenset(p.name for p in parameters),
+        required=frozenset(p.name for p in required),
+        least=max((i + 1 for i, p in enumerate(positional) if p.default is p.empty), default=0),
+        required_keyword_only=any(p.kind == p.KEYWORD_ONLY for p in required),
+    )
+
+
 def _check_binding(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
-    signature = _signature(task.func)
     # The worker passes the TaskContext first; the caller never does.
+    count = len(args) + 1 if task.takes_context else len(args)
+    plain = _plain_parameters(task.func)
+    if plain is not None and plain.binds(count, kwargs):
+        # Signature.bind() costs more than the rest of the argument checks: it is
+        # left for the other signatures and for building the error.
+        return
+    signature = _signature(task.func)
     bound_args = (None, *args) if task.takes_context else tuple(args)
     try:
         signature.bind(*bound_args, **kwargs)
@@ -188,17 +256,19 @@ def _check_binding(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, 
 
 def _check_size(
     task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any], cap: int
-) -> None:
+) -> EncodedJSON:
     # Imported here: this module loads with the backend, before models are ready.
-    from . import store
+    from .store import enqueue as store
 
-    size = store.payload_size(task.module_path, {"args": list(args), "kwargs": dict(kwargs)})
+    payload = {"args": list(args), "kwargs": dict(kwargs)}
+    text = store.encode_payload(task.module_path, payload)
+    size = store.encoded_size(text)
     if size <= cap:
-        return
+        return store.EncodedJSON(payload, text)
     parts = [(f"args[{i}]", v) for i, v in enumerate(args)]
     parts += [(f"kwargs[{k!r}]", v) for k, v in kwargs.items()]
     largest, largest_size = max(
-        ((where, _encoded_size(value)) for where, value in parts),
+        ((where, store.payload_size(task.module_path, value)) for where, value in parts),
         key=lambda item: item[1],
         default=("(none)", 0),
     )
@@ -207,11 +277,6 @@ def _check_size(
         f"bytes (DISPATCH_JOBS['MAX_PAYLOAD_BYTES']); the largest argument is {largest} "
         f"at {largest_size} bytes. Store large data elsewhere and pass a reference."
     )
-
-
-def _encoded_size(value: object) -> int:
-    # store.payload_size's encoding, to name the largest argument in its terms.
-    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 def _short(value: object) -> str:
