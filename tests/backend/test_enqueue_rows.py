@@ -115,11 +115,14 @@ def enqueue_many(task: Task[..., Any], calls: Calls) -> list[TaskResult[..., Any
     return backend.enqueue_many(task, calls)
 
 
-@pytest.mark.parametrize(
+EACH_VARIANT = pytest.mark.parametrize(
     ("make", "calls", "context"),
     [variant[1:] for variant in VARIANTS],
     ids=[variant[0] for variant in VARIANTS],
 )
+
+
+@EACH_VARIANT
 def test_one_by_one_and_bulk_store_what_the_row_by_row_path_stored(
     make: Callable[[], Task[..., Any]],
     calls: Calls,
@@ -136,11 +139,7 @@ def test_one_by_one_and_bulk_store_what_the_row_by_row_path_stored(
     assert [[type(v) for v in p] for p in payloads] == [[type(v) for v in a] for a, _ in calls]
 
 
-@pytest.mark.parametrize(
-    ("make", "calls", "context"),
-    [variant[1:] for variant in VARIANTS],
-    ids=[variant[0] for variant in VARIANTS],
-)
+@EACH_VARIANT
 def test_results_are_what_reading_the_new_rows_gives(
     make: Callable[[], Task[..., Any]],
     calls: Calls,
