@@ -15,6 +15,7 @@ from typing import Any
 
 from django.utils.module_loading import import_string
 
+from ..attempts import attempt_list
 from ..exceptions import Permanent
 from ..models import Job, JobState
 from .backoff import retry_delay
@@ -91,7 +92,8 @@ def settle(job: Job, outcome: Outcome, worker_id: str, task: Any = None) -> time
         job.last_error = _error_line(outcome)
     if job.state in (JobState.COMPLETED, JobState.FAILED):
         job.completed_at = outcome.finished_at
-    job.attempts = [*(job.attempts or []), _attempt_record(job, outcome, worker_id, status)]
+    previous = attempt_list(job.attempts)
+    job.attempts = [*previous, _attempt_record(len(previous) + 1, outcome, worker_id, status)]
     return retry_in
 
 
@@ -100,9 +102,9 @@ def _error_line(outcome: Outcome) -> str:
     return f"{name}: {outcome.message}" if outcome.message else name
 
 
-def _attempt_record(job: Job, outcome: Outcome, worker_id: str, status: str) -> dict[str, Any]:
+def _attempt_record(number: int, outcome: Outcome, worker_id: str, status: str) -> dict[str, Any]:
     return {
-        "attempt": len(job.attempts or []) + 1,
+        "attempt": number,
         "worker_id": worker_id,
         "status": status,
         "exception_class": outcome.exception_class,
