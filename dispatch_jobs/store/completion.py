@@ -154,7 +154,14 @@ def _complete_in_one_statement(worker_id: str, ordered: Sequence[Completion]) ->
 # and retention, which come from the database's clock (``completed_at`` when the
 # job finishes, ``run_at`` when it will retry). Nothing else is sent: the rest
 # of the row is as claimed.
-OUTCOME_COLUMNS = ("state", "retry_count", "last_error", "attempts", "return_value")
+OUTCOME_COLUMNS = (
+    "state",
+    "retry_count",
+    "last_error",
+    "attempts",
+    "return_value",
+    "quarantine",  # an outcome written clears suspicion: the job did not kill its worker
+)
 
 
 # The batch statement by database alias: built once, the same text every batch.

@@ -158,13 +158,13 @@ def decode_payload(job: Job) -> tuple[list[Any], dict[str, Any]]:
         return [], {}
     if not isinstance(payload, dict):
         raise InvalidPayload(
-            f"Payload of job {job.pk} must be an object with 'args' and 'kwargs', "
+            f"Job {job.pk}: column 'payload' must be an object with 'args' and 'kwargs', "
             f"got {type(payload).__name__}."
         )
     args, kwargs = payload.get("args", []), payload.get("kwargs", {})
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         raise InvalidPayload(
-            f"Payload of job {job.pk} cannot be decoded: 'args' must be a list and "
+            f"Job {job.pk}: column 'payload' cannot be decoded: 'args' must be a list and "
             f"'kwargs' an object, got {type(args).__name__} and {type(kwargs).__name__}."
         )
     return args, kwargs
@@ -175,6 +175,10 @@ def normalize_return(value: Any) -> Any:
     (a permanent failure of this job alone) when no database could store it."""
     if value is None or isinstance(value, (bool, int)):
         return value  # the common case, nothing to check
+    # Walked before normalising too: normalize_json recurses, so depth first.
+    problem = find_unstorable(value)
+    if problem is not None:
+        raise InvalidReturnValue(f"The return value is not storable: {problem}.")
     try:
         normalized = normalize_json(value)
     except (TypeError, ValueError, RecursionError) as exc:

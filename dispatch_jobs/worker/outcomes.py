@@ -17,7 +17,7 @@ from django.utils.module_loading import import_string
 
 from ..attempts import attempt_list
 from ..exceptions import Permanent
-from ..models import Job, JobState
+from ..models import Job, JobState, Quarantine
 from .backoff import retry_delay
 
 
@@ -75,6 +75,7 @@ def settle(job: Job, outcome: Outcome, worker_id: str, task: Any = None) -> time
     if outcome.kind == Kind.CANCELLED:
         return None
     retry_in: timedelta | None = None
+    job.quarantine = Quarantine.NONE  # it ran to an outcome: it did not kill its worker
     if outcome.kind == Kind.SUCCESS:
         job.state = JobState.COMPLETED
         job.return_value = outcome.return_value

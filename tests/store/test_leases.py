@@ -244,4 +244,3 @@ def test_renew_leases_reports_a_deleted_row_as_lost() -> None:
     Job.objects.filter(pk=gone.pk).delete()
     lost = store.renew_leases("w1", [(job.pk, 1, TTL), (gone.pk, 1, TTL)])
     assert lost == {gone.pk}
-
