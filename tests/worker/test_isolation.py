@@ -301,3 +301,40 @@ def test_a_killed_workers_jobs_come_back_without_a_start_and_run_alone(
     for job in jobs:
         row = Job.objects.get(pk=job.pk)
         assert row.quarantine == Quarantine.NONE and row.lone_evictions == 0
+
+
+# -- 8. liveness: a stop request while the database is away -------------------------------
+
+
+def test_sigterm_while_the_database_is_away_honours_the_shutdown_grace(
+    workers: Workers, tmp_path: Path
+) -> None:
+    import os
+    from urllib.parse import urlsplit, urlunsplit
+
+    from tests.worker.proxy import Proxy
+
+    url = os.environ.get("DATABASE_URL", "")
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite is a file in the worker's own process: it cannot go away")
+    parts = urlsplit(url)
+    proxy = Proxy(parts.hostname or "127.0.0.1", parts.port or 0)
+    through = urlunsplit(parts._replace(netloc=f"{parts.username or ''}@127.0.0.1:{proxy.port}"))
+    job = enqueue(tasks.hold, str(tmp_path))
+    worker = workers(
+        "--concurrency", "1", "--shutdown-grace", "2", *FAST, env={"DATABASE_URL": through}
+    )
+    wait_until(lambda: (tmp_path / f"start-{job.pk}").exists(), what="the job started")
+    proxy.cut()
+    time.sleep(0.5)
+    worker.send(signal.SIGTERM)
+    # Before: the hand-back and the last writes waited 30 s each for the database.
+    assert worker.wait(15) == 0, worker.log()[-3000:]
+    assert "Could not hand jobs back" in worker.log()
+
+    # Nothing is lost: the lease lapses and the job comes back.
+    def reclaimed() -> bool:
+        store.reclaim_expired_leases(10)
+        return Job.objects.get(pk=job.pk).state == JobState.PENDING
+
+    wait_until(reclaimed, what="the job reclaimed")
