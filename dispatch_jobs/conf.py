@@ -27,6 +27,7 @@ DEFAULTS: dict[str, Any] = {
     # Default page size of the cursor-paged job list.
     "LIST_PAGE_SIZE": 50,
     # --- The runjobs worker (docs/worker.md). Command-line arguments override these.
+    # The queues a worker claims from, and how many jobs it runs at once (threads).
     "WORKER_QUEUES": ["default"],
     "WORKER_CONCURRENCY": 4,
     # Jobs claimed ahead of free executor threads, held under lease in a local

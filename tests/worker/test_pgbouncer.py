@@ -18,6 +18,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,10 @@ def runs(directory: Path) -> Counter[int]:
     return Counter(int(line) for line in lines)
 
 
+def listening(worker: WorkerProcess) -> bool:
+    return "Listening for enqueue" in worker.log()
+
+
 def all_completed(ids: list[int]) -> bool:
     return Job.objects.filter(pk__in=ids, state=JobState.COMPLETED).count() == len(ids)
 
@@ -125,7 +130,7 @@ def pickup_delay(job_id: int) -> timedelta:
 def test_two_pooled_workers_run_every_job_exactly_once(pooled_workers, bouncer, tmp_path):
     procs = [pooled_workers("--concurrency", "4", *FAST, listen=True) for _ in range(2)]
     for proc in procs:
-        wait_until(lambda p=proc: "Listening for enqueue" in p.log(), what="LISTEN")
+        wait_until(partial(listening, proc), what="LISTEN")
     ids: list[int] = []
     for _ in range(4):  # several enqueues while both workers claim
         ids += enqueue_through(bouncer, tmp_path, 50)
@@ -149,14 +154,14 @@ def test_an_idle_pooled_worker_wakes_on_notify_over_the_direct_connection(
     pooled_workers, bouncer, tmp_path
 ):
     proc = pooled_workers("--concurrency", "2", *LONG_POLL, listen=True)
-    wait_until(lambda: "Listening for enqueue" in proc.log(), what="LISTEN")
+    wait_until(partial(listening, proc), what="LISTEN")
     assert "database 'listen'" in proc.log()
     # Each job is enqueued while the worker sleeps out a 60 s poll: after the
     # previous one completed, the fetch loop polled once more, found nothing and
     # went to sleep. Only a notification can bring the next one in early.
     for _ in range(3):
         [job_id] = enqueue_through(bouncer, tmp_path, 1)
-        wait_until(lambda j=job_id: all_completed([j]), timeout=50, what="the notified worker")
+        wait_until(partial(all_completed, [job_id]), timeout=50, what="the notified worker")
         delay = pickup_delay(job_id)
         print(f"NOTIFY pick-up through PgBouncer + direct LISTEN: {delay.total_seconds():.3f} s")
         assert delay < timedelta(seconds=30), delay
