@@ -14,6 +14,7 @@ A page asks for a table with a marker line, replaced when the page is built:
 from __future__ import annotations
 
 import ast
+import html
 import re
 import tokenize
 from collections.abc import Callable, Iterator
@@ -50,19 +51,22 @@ def _django() -> None:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ").strip()
+    """Plain text for a Markdown table cell: no markup, no HTML, one line."""
+    text = html.escape(text.replace("\n", " ").strip(), quote=False)
+    return re.sub(r"([\\`*_\[\]|])", r"\\\1", text)
 
 
 # --- settings -------------------------------------------------------------------
 
 
 def describe_default(value: object) -> str:
+    """The default as Python you could paste: ``timedelta(minutes=5)``, ``65536``."""
     if isinstance(value, timedelta):
         seconds = value.total_seconds()
-        for unit, size in (("days", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60), ("seconds", 1)):
             if seconds >= size and seconds % size == 0:
-                return f"`{int(seconds // size)} {unit}` (timedelta)"
-        return f"`{seconds * 1000:g} ms` (timedelta)"
+                return f"`timedelta({unit}={int(seconds // size)})`"
+        return f"`timedelta(milliseconds={seconds * 1000:g})`"
     return f"`{value!r}`"
 
 
@@ -149,10 +153,17 @@ def _text(node: ast.expr) -> str:
             for part in node.values
         )
     if isinstance(node, ast.FormattedValue):
-        return f"‹{ast.unparse(node.value)}›"
+        return _placeholder(node.value)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return _text(node.left) + _text(node.right)
-    return f"‹{ast.unparse(node)}›"
+    return _placeholder(node)
+
+
+def _placeholder(node: ast.expr) -> str:
+    """A computed part: its variable's name when it is that simple, else ‹…›."""
+    source = ast.unparse(node)
+    simple = isinstance(node, ast.Name | ast.Attribute | ast.Subscript) and len(source) <= 24
+    return f"‹{source}›" if simple and "(" not in source else "‹…›"
 
 
 def _name(call: ast.Call) -> str:
@@ -201,9 +212,11 @@ def check_rows() -> list[tuple[str, str, str, str, str]]:
 
 
 def checks_table() -> str:
-    out = ["| id | level | message | hint | raised in |", "|---|---|---|---|---|"]
+    out = ["| id | level | message | raised in |", "|---|---|---|---|"]
     for check_id, level, message, hint, module in check_rows():
-        out.append(f"| `{check_id}` | {level} | {_cell(message)} | {_cell(hint)} | `{module}` |")
+        text = _cell(message) + (f"<br>*Hint:* {_cell(hint)}" if hint else "")
+        where = module.removeprefix("dispatch_jobs/")
+        out.append(f"| `{check_id}` | {level} | {text} | `{where}` |")
     return "\n".join(out) + "\n"
 
 

@@ -25,7 +25,7 @@ import pytest
 from django.db import connection
 
 from dispatch_jobs.models import Job, JobState
-from tests.worker.pgbouncer import PgBouncer, pgbouncer_binary
+from tests.worker.pgbouncer import PgBouncer, free_port, pgbouncer_binary
 from tests.worker.processes import FAST, ROOT, WorkerProcess, wait_until
 
 pytestmark = [
@@ -52,9 +52,9 @@ def bouncer() -> Iterator[PgBouncer]:
     pooler.stop()
 
 
-def _direct_url() -> str:
+def _direct_url(port: int | None = None) -> str:
     params = connection.settings_dict
-    host, port = params.get("HOST") or "127.0.0.1", params.get("PORT") or 5432
+    host, port = params.get("HOST") or "127.0.0.1", port or params.get("PORT") or 5432
     return f"postgres://{params.get('USER') or 'postgres'}@{host}:{port}/{params['NAME']}"
 
 
@@ -66,10 +66,10 @@ def pooled_workers(
     direct ``listen`` alias as LISTEN_DATABASE."""
     started: list[WorkerProcess] = []
 
-    def start(*args: str, listen: bool) -> WorkerProcess:
+    def start(*args: str, listen: bool, listen_url: str = "") -> WorkerProcess:
         env = {"DATABASE_URL": bouncer.url(), "DISPATCH_TEST_POOLED": "1"}
         if listen:
-            env["DISPATCH_TEST_LISTEN_URL"] = _direct_url()
+            env["DISPATCH_TEST_LISTEN_URL"] = listen_url or _direct_url()
         worker = WorkerProcess(tmp_path, *args, env=env)
         started.append(worker)
         return worker
@@ -179,3 +179,15 @@ def test_without_a_listen_alias_a_pooled_worker_falls_back_to_polling(
     ids = enqueue_through(bouncer, tmp_path, 3)
     wait_until(lambda: all_completed(ids), timeout=60, what="polling to pick the jobs up")
     assert runs(tmp_path) == Counter(dict.fromkeys(ids, 1))
+
+
+def test_an_unreachable_listen_alias_falls_back_to_polling(pooled_workers, bouncer, tmp_path):
+    nothing_there = _direct_url(port=free_port())  # a closed loopback port
+    proc = pooled_workers(
+        "--concurrency", "2", "--poll-interval", "1", listen=True, listen_url=nothing_there
+    )
+    wait_until(lambda: "LISTEN connection lost" in proc.log(), what="the failed LISTEN")
+    ids = enqueue_through(bouncer, tmp_path, 3)
+    wait_until(lambda: all_completed(ids), timeout=60, what="polling to pick the jobs up")
+    assert runs(tmp_path) == Counter(dict.fromkeys(ids, 1))
+    assert "Listening for enqueue" not in proc.log()
