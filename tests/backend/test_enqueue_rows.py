@@ -74,7 +74,7 @@ VARIANTS: list[tuple[str, Callable[[], Any], Calls, Callable[[], AbstractContext
     ("scope option", lambda: add.using(scope=("app-9", "org-1")), [((1, 2), {})], nullcontext),
     ("scope context", lambda: add, [((1, 2), {}), ((3, 4), {})], lambda: scope("app-1", "org-2")),
     ("run_after", lambda: add.using(run_after=LATER), [((1, 2), {}), ((3, 4), {})], nullcontext),
-    ("lease_ttl", lambda: add.using(lease_ttl=timedelta(seconds=7)), [((1, 2), {})], nullcontext),
+    ("lease_ttl", lambda: add.using(lease_ttl=timedelta(seconds=17)), [((1, 2), {})], nullcontext),
     ("context", lambda: dispatch_task(tasks.attempt_number), [(("x",), {}), ((), {})], nullcontext),
     ("queued task", lambda: dispatch_task(tasks.send_email), [(("a@b.c",), {})], nullcontext),
     ("plain Django task", _plain_task, [((1, 2), {}), ((3, 4), {})], nullcontext),
