@@ -23,13 +23,10 @@ paths, find and describe the first culprit.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, NamedTuple
 
 from .limits import JSON_MAX_DEPTH
 
-# Any surrogate code point: a Python str may hold them, UTF-8 cannot.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # Shown values and keys are cut to this many characters: a culprit may be huge.
 _SHOWN = 40
 
@@ -83,9 +80,11 @@ def check_storable_text(text: str) -> str | None:
     if "\x00" in text:
         return _NUL
     if not text.isascii():
-        match = _SURROGATE.search(text)
-        if match:
-            return _surrogate(match.group())
+        try:
+            # Several times faster than searching for a surrogate, and exact.
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return _surrogate(text[exc.start])
     return None
 
 
@@ -106,6 +105,16 @@ def _surrogate(char: str) -> str:
     return f"contains a lone surrogate ({char!r}), which cannot be encoded as UTF-8"
 
 
+def _encodes(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8: False when it holds a surrogate code
+    point, which a Python str may hold and UTF-8 cannot."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _plainly_storable(value: object, max_depth: int, max_items: int | None) -> bool:
     """True when every value under ``value`` is plainly storable. Exact types only:
     anything unusual (a subclass, a bad value) returns False, and ``_describe``
@@ -122,7 +131,7 @@ def _plainly_storable(value: object, max_depth: int, max_items: int | None) -> b
         for item in level:
             kind = type(item)
             if kind is str:
-                if "\x00" in item or (not item.isascii() and _SURROGATE.search(item)):
+                if "\x00" in item or (not item.isascii() and not _encodes(item)):
                     return False
             elif kind is int or kind is bool or item is None:
                 continue
@@ -139,7 +148,7 @@ def _plainly_storable(value: object, max_depth: int, max_items: int | None) -> b
                 for key in item:
                     if type(key) is not str or "\x00" in key:
                         return False
-                    if not key.isascii() and _SURROGATE.search(key):
+                    if not key.isascii() and not _encodes(key):
                         return False
                 below.extend(item.values())
             else:

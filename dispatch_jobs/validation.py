@@ -20,7 +20,7 @@ from . import compat, limits
 from .conf import settings
 from .resources import ResourceSet, fits
 from .scope import Scope
-from .storable import check_storable_text, locate_unstorable
+from .storable import Unstorable, check_storable_text, locate_unstorable
 
 if TYPE_CHECKING:
     from .store.enqueue import EncodedJSON
@@ -134,12 +134,28 @@ def encode_arguments(
         found = locate_unstorable(values, max_depth=_ARGUMENTS_DEPTH, root=root, max_items=cap)
         if found:
             raise InvalidArguments(
-                f"Task {task.module_path}: argument {found}. Pass JSON values only (str, "
-                "int, float, bool, None, list, dict with str keys), no NUL characters "
-                f"or surrogates, nested at most {limits.ARGUMENT_MAX_DEPTH} levels."
+                f"Task {task.module_path}: argument {_per_argument(root, values, cap) or found}. "
+                "Pass JSON values only (str, int, float, bool, None, list, dict with str "
+                "keys), with no NUL character or surrogate in any string."
             )
     _check_binding(task, args, kwargs)
     return _check_size(task, args, kwargs, cap)
+
+
+def _per_argument(
+    root: str, values: Sequence[Any] | Mapping[str, Any], max_items: int
+) -> Unstorable | None:
+    """The first unstorable argument, described by itself: its depth counted from
+    the argument (``ARGUMENT_MAX_DEPTH``), not from the args list around it. None
+    when the problem is not inside one argument (a kwarg's name, the count)."""
+    pairs = values.items() if isinstance(values, Mapping) else enumerate(values)
+    for key, value in pairs:
+        found = locate_unstorable(
+            value, max_depth=limits.ARGUMENT_MAX_DEPTH, root=f"{root}[{key!r}]", max_items=max_items
+        )
+        if found:
+            return found
+    return None
 
 
 def check_scope(task: compat.Task, scope: Scope) -> None:
