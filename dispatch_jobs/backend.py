@@ -20,6 +20,7 @@ a tasks module, possibly before the app registry is ready.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -109,7 +110,9 @@ class DispatchBackend(compat.BaseTaskBackend):
         capacities = self._capacities_for([task], [(args, kwargs)])
         definition = _as_dispatch_task(task)
         self.validate_task(definition)
-        checked = self._check_calls(definition, [(args, kwargs)], capacities)
+        checked = [
+            _frozen(call) for call in self._check_calls(definition, [(args, kwargs)], capacities)
+        ]
         transaction.on_commit(
             partial(self._insert, task, definition, checked), using=settings.database
         )
@@ -260,6 +263,20 @@ def _check_call(
         resolved = definition.resolve_resources(args, kwargs)
         check_schedulable(definition, resolved[0], capacities)
     return _Call(args, kwargs, payload, scope, *resolved)
+
+
+def _frozen(call: _Call) -> _Call:
+    """A checked call that no later change to the caller's objects can alter: its
+    payload as the value decoded from the text that was checked (the ORM path
+    stores the value; a list the caller appends to before the commit would
+    otherwise be written as it is then, unchecked)."""
+    from .store.enqueue import EncodedJSON
+
+    text = call.payload.text
+    payload = json.loads(text)
+    return call._replace(
+        args=payload["args"], kwargs=payload["kwargs"], payload=EncodedJSON(payload, text)
+    )
 
 
 def _new_jobs(definition: DispatchTask, calls: Sequence[_Call]) -> NewJobs:

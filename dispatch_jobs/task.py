@@ -386,7 +386,12 @@ def _duration(where: str, option: str, value: object) -> timedelta | None:
 
 
 def _seconds(value: timedelta) -> str:
-    return f"{value.total_seconds():g}s"
+    """A bound as people write it: "7 days", "1s", "1ms"."""
+    if value and value % timedelta(days=1) == timedelta(0):
+        days = value.days
+        return f"{days} day{'s' if days != 1 else ''}"
+    seconds = value.total_seconds()
+    return f"{seconds:g}s" if seconds >= 1 else f"{seconds * 1000:g}ms"
 
 
 def _short(value: object) -> str:
