@@ -17,7 +17,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, cast
@@ -209,20 +209,21 @@ def insert_jobs(new: NewJobs, returning: tuple[str, ...] = NEW_ROW) -> list[tupl
     # Enqueue writes pending jobs, whatever the caller's columns say.
     new = NewJobs(new.size, {**new.shared, "state": JobState.PENDING}, new.own)
     alias = db.alias()
+    if connections[alias].vendor == "postgresql":
+        # One statement is atomic on its own: no transaction of ours needed (and,
+        # inside the caller's, the statement brings its own savepoint).
+        return _insert_postgresql(alias, new, returning)
     with _savepoint(alias):
-        if connections[alias].vendor == "postgresql":
-            # One statement is atomic on its own: no transaction of ours needed.
-            return _insert_postgresql(alias, new, returning)
         saved = _save(alias, _orm_jobs(new), many=new.size > 1)
     return [tuple(getattr(job, attname) for attname in returning) for job in saved]
 
 
 def _savepoint(alias: str) -> AbstractContextManager[object]:
-    """Inside the caller's transaction, a savepoint around the INSERT: should the
-    database still refuse a row that validation let through, the error reaches the
-    caller and their transaction stays usable (on PostgreSQL a failed statement
-    would otherwise abort it, and every later query would fail). In autocommit the
-    INSERT is its own transaction and needs none: the hot path pays nothing."""
+    """Inside the caller's transaction, a savepoint around the ORM's INSERT:
+    should the database still refuse a row that validation let through, the error
+    reaches the caller and their transaction stays usable (the ORM marks the whole
+    atomic block for rollback when a save fails in it). In autocommit the INSERT is
+    its own transaction and needs none."""
     if connections[alias].in_atomic_block:
         return transaction.atomic(using=alias)
     return nullcontext()
@@ -370,8 +371,12 @@ def _insert_postgresql(
         params[attname] = _array(attname in table.json, values)
     if not own and new.size > 1:
         params[_COUNT] = new.size
-    with connections[alias].cursor() as cursor:
-        cursor.execute(sql, params)
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        if connection.in_atomic_block and _binds_client_side(connection):
+            _execute_in_savepoint(cursor, sql, params)
+        else:
+            cursor.execute(sql, params)
         rows = cursor.fetchall()
     # Ids are drawn in row order (the SELECT is ordered by input position), so
     # sorted ids map back onto the input order.
@@ -380,6 +385,32 @@ def _insert_postgresql(
         width = len(returning)
         return [row[:width] for row in rows]
     return rows
+
+
+# The savepoint an INSERT in the caller's transaction runs in (see below).
+_SAVEPOINT = "dispatch_jobs_enqueue"
+
+
+def _binds_client_side(connection: Any) -> bool:
+    """Whether the connection's cursors bind parameters client-side (Django's
+    default for psycopg 3), which lets one execute() carry several statements."""
+    return not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
+
+
+def _execute_in_savepoint(cursor: Any, sql: str, params: Mapping[str, Any]) -> None:
+    """Run the INSERT inside a savepoint of the caller's transaction, in the same
+    round trip: should PostgreSQL still refuse a row that validation let through,
+    the error reaches the caller and their transaction is rolled back to before
+    the INSERT instead of being aborted (where every later query would fail).
+    On success the cursor is left on the INSERT's rows."""
+    try:
+        cursor.execute(f"SAVEPOINT {_SAVEPOINT}; {sql}; RELEASE SAVEPOINT {_SAVEPOINT}", params)
+    except Exception:
+        # The INSERT's error is the one to report, whatever the clean-up meets.
+        with suppress(Exception):
+            cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}")
+        raise
+    cursor.nextset()  # past the SAVEPOINT's empty result, onto the INSERT's rows
 
 
 def _statement(
