@@ -189,12 +189,12 @@ def _describe(value: object, max_depth: int, root: str, max_items: int | None) -
                 for key, child in item.items():
                     if not isinstance(key, str):
                         return Unstorable(
-                            f"{path} key {_show(key)}",
+                            _key_path(path, key),
                             f"is {type(key).__name__}, which is not a str (JSON keys are strings)",
                         )
                     problem = check_storable_text(key)
                     if problem:
-                        return Unstorable(f"{path} key {_show(key)}", problem)
+                        return Unstorable(_key_path(path, key), problem)
                     children.append((child, f"{path}[{_show(key)}]", depth + 1))
                 stack.extend(reversed(children))
             else:
@@ -208,6 +208,10 @@ def _describe(value: object, max_depth: int, root: str, max_items: int | None) -
                 f"is {type(item).__name__} {_show(item)}, which is not JSON-serialisable",
             )
     return None
+
+
+def _key_path(path: str, key: object) -> str:
+    return f"{path} key {_show(key)}" if path else f"key {_show(key)}"
 
 
 def _show(value: object) -> str:
