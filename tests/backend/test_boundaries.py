@@ -297,7 +297,8 @@ def test_bounds_themselves_are_accepted():
         if option == "lease_ttl":
             low = timedelta(seconds=11)  # above the default heartbeat
         for value in (low, high):
-            assert getattr(task(**{option: value})(plain), option) == value
+            options: dict[str, Any] = {option: value}
+            assert getattr(task(**options)(plain), option) == value
     defined = dispatch_task(
         task(lease_ttl=limits.LEASE_TTL_MAX, timeout=limits.TIMEOUT_MAX)(anything)
     )
@@ -462,7 +463,7 @@ def test_enqueue_on_commit_writes_what_was_checked_at_the_call(
 ):
     """The scope of the call's context and its arguments as they were then: the
     commit may come after the scope block ended and the list was changed."""
-    items = [1, 2]
+    items: list[Any] = [1, 2]
     with django_capture_on_commit_callbacks(execute=True) as callbacks, transaction.atomic():
         with scope(app_id="shop", org_id="org-7"):
             anything_task.enqueue_on_commit(items)
