@@ -131,10 +131,13 @@ def encode_arguments(
     # Every value encodes to at least a byte: more values than the cap has bytes
     # is over it, whatever they are (and a walk of shared sub-lists stops there).
     for root, values in (("args", args), ("kwargs", kwargs)):
-        found = locate_unstorable(values, max_depth=_ARGUMENTS_DEPTH, root=root, max_items=cap)
+        found = locate_unstorable(
+            values, max_depth=_ARGUMENTS_DEPTH, root=root, max_items=cap, json_only=True
+        )
         if found:
+            found = _per_argument(root, values, cap) or found
             raise InvalidArguments(
-                f"Task {task.module_path}: argument {_per_argument(root, values, cap) or found}. "
+                f"Task {task.module_path}: argument {found.sentence()}. "
                 "Pass JSON values only (str, int, float, bool, None, list, dict with str "
                 "keys), with no NUL character or surrogate in any string."
             )
@@ -151,7 +154,11 @@ def _per_argument(
     pairs = values.items() if isinstance(values, Mapping) else enumerate(values)
     for key, value in pairs:
         found = locate_unstorable(
-            value, max_depth=limits.ARGUMENT_MAX_DEPTH, root=f"{root}[{key!r}]", max_items=max_items
+            value,
+            max_depth=limits.ARGUMENT_MAX_DEPTH,
+            root=f"{root}[{key!r}]",
+            max_items=max_items,
+            json_only=True,
         )
         if found:
             return found

@@ -131,9 +131,9 @@ def prepare(job: Job, max_payload_bytes: int | None = None) -> Job:
     if job.max_retries < 0:
         raise InvalidJob(f"max_retries of {job.name!r} must be >= 0, got {job.max_retries}.")
     _check_times(job)
-    found = locate_unstorable(job.payload, max_items=cap, root="payload")
+    found = locate_unstorable(job.payload, max_items=cap, root="payload", json_only=True)
     if found:
-        raise InvalidJob(f"Payload of {job.name!r} cannot be stored: {found}.")
+        raise InvalidJob(f"Payload of {job.name!r} cannot be stored: {found.sentence()}.")
     size = payload_size(job.name, job.payload)
     if size > cap:
         raise PayloadTooLarge(job.name, size, cap)

@@ -57,40 +57,68 @@ def test_storable_values(value):
 @pytest.mark.parametrize(
     ("value", "reason"),
     [
-        ([math.nan], "[0] is float nan, which JSON cannot represent"),
-        ({"a": [1, math.inf]}, "['a'][1] is float inf, which JSON cannot represent"),
-        ([-math.inf], "[0] is float -inf"),
-        (["ok", "a\x00b"], "[1] contains a NUL character (\\x00), which PostgreSQL cannot store"),
-        ({"k": "\ud83d"}, "['k'] contains a lone surrogate ('\\ud83d')"),
-        ({"a\x00": 1}, "key 'a\\x00' contains a NUL character"),
-        ({"x": {1: 2}}, "['x'] key 1 is int, which is not a str (JSON keys are strings)"),
-        ([{1, 2}], "[0] is set {1, 2}, which is not JSON-serialisable"),
-        ("\x00", "the value contains a NUL character"),
-        (math.nan, "the value is float nan"),
+        ([math.nan], "NaN at [0]"),
+        ({"a": [1, math.inf]}, "Infinity at ['a'][1]"),
+        ([-math.inf], "-Infinity at [0]"),
+        (["ok", "a\x00b"], "a string that contains a NUL character (\\x00) at [1]"),
+        (
+            {"k": "\ud83d"},
+            "a string that contains a lone surrogate (not encodable as UTF-8) at ['k']",
+        ),
+        ({"a\x00": 1}, "a key that contains a NUL character (\\x00) at the top"),
+        ("\x00", "a string that contains a NUL character (\\x00) at the top"),
+        (math.nan, "NaN at the top"),
     ],
 )
 def test_unstorable_values_name_the_path(value, reason):
-    found = find_unstorable(value)
-    assert found is not None and found.startswith(reason), found
+    assert find_unstorable(value) == reason
+
+
+def test_other_types_are_judged_only_when_asked():
+    """A worker normalises a return value itself (tuples, mappings); enqueue takes
+    JSON values only."""
+    for value, reason in (
+        ({"x": {1: 2}}, "a key of type int at ['x']"),
+        ([{1, 2}], "a value of type set at [0]"),
+    ):
+        assert find_unstorable(value) is None
+        assert find_unstorable(value, json_only=True) == reason
+
+
+@pytest.mark.parametrize(
+    ("value", "sentence"),
+    [
+        ([math.nan], "args[0] is float nan, which JSON cannot represent"),
+        (
+            [{"n": "a\x00"}],
+            "args[0]['n'] contains a NUL character (\\x00), which PostgreSQL cannot store",
+        ),
+        (
+            ["\udc80"],
+            "args[0] contains a lone surrogate ('\\udc80'), which cannot be encoded as UTF-8",
+        ),
+        ([{"k\x00": 1}], "args[0] key 'k\\x00' contains a NUL character (\\x00)"),
+        ([{1: 1}], "args[0] key 1 is int, which is not a str (JSON keys are strings)"),
+        ([object], "args[0] is type <class 'object'>, which is not JSON-serialisable"),
+    ],
+)
+def test_the_sentence_form_reads_as_an_error_about_that_place(value, sentence):
+    found = locate_unstorable(value, root="args", json_only=True)
+    assert found is not None and found.sentence().startswith(sentence), found
 
 
 def test_root_prefixes_the_path():
-    assert find_unstorable([1, math.nan], root="return value") == (
-        "return value[1] is float nan, which JSON cannot represent"
-    )
+    assert find_unstorable([1, math.nan], root="return value") == "NaN at return value[1]"
 
 
 def test_the_first_culprit_in_document_order_is_named():
     found = locate_unstorable([1, {"b": math.nan, "a": "\x00"}, "\x00"])
-    assert found == Unstorable("[1]['b']", "is float nan, which JSON cannot represent")
+    assert found == Unstorable("[1]['b']", "NaN", "is float nan, which JSON cannot represent")
 
 
 def test_depth_is_counted_in_lists_and_dicts():
     assert find_unstorable([[1]], max_depth=2) is None
-    assert find_unstorable([[[1]]], max_depth=2) == (
-        "[0][0] nests lists or dicts deeper than 2 levels, more than a JSON column stores "
-        "on every database"
-    )
+    assert find_unstorable([[[1]]], max_depth=2) == "nesting deeper than 2 levels at [0][0]"
     assert find_unstorable({"a": {"b": {}}}, max_depth=2) is not None
 
 
@@ -108,7 +136,7 @@ def test_shared_sub_lists_are_counted_each_time_and_bounded():
     value: list[Any] = []
     for _ in range(25):  # 2**25 values as JSON
         value = [value, value]
-    assert find_unstorable(value, max_items=1000) == "the value holds more than 1000 values"
+    assert find_unstorable(value, max_items=1000) == "more than 1000 values at the top"
     assert find_unstorable(list(range(1000)), max_items=1001) is None
 
 
@@ -131,3 +159,4 @@ def test_storable_text_escapes_what_cannot_be_stored():
     assert storable_text("plain é") == "plain é"
     assert storable_text("a\x00b\ud800c") == "a\\x00b\\ud800c"
     assert check_storable_text(storable_text("x\x00\udfff")) is None
+    assert storable_text("abcdef", limit=3) == "abc\n… [3 more characters not stored]"
