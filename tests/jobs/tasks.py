@@ -44,6 +44,14 @@ def fail_times(directory: str, key: str, failures: int) -> str:
     return "ok"
 
 
+@_task(takes_context=True)
+def record_run(context, directory: str) -> int:
+    """Append this job's id to ``directory/runs``: one line per execution, so a
+    test counts how often each job really ran (O_APPEND lines do not interleave)."""
+    _touch(directory, "runs", str(context.job_id))
+    return context.job_id
+
+
 @_task
 def return_object() -> object:
     return object()
