@@ -62,6 +62,9 @@ CUSTOM_KEYS_COLUMN_MAX = 500
 # Containers nested in one stored JSON document: MariaDB refuses a 32nd level
 # (its JSON_VALID check), PostgreSQL and SQLite allow more; the smallest wins.
 JSON_MAX_DEPTH = 31
+# A handler's return value, encoded as JSON: larger ones fail their own job
+# (InvalidReturnValue) rather than a batch, or MariaDB's max_allowed_packet.
+RETURN_VALUE_MAX_BYTES = 1024 * 1024
 # The payload wraps each argument in two levels: {"args": [...]} / {"kwargs": {...}}.
 ARGUMENT_MAX_DEPTH = JSON_MAX_DEPTH - 2
 
