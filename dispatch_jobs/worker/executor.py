@@ -23,6 +23,7 @@ from ..exceptions import Permanent
 from ..models import Job
 from ..names import TaskNotFound, load_task
 from ..scope import scope
+from ..tracing import execution_span
 from .context import (
     TIMED_OUT,
     Cancellation,
@@ -106,7 +107,7 @@ def _run_handler(
     try:
         if has_effect(task_started, log_task_started):
             task_started.send(sender=sender, task_result=context.get().task_result)
-        with scope(job.scope_app_id, job.scope_org_id):
+        with scope(job.scope_app_id, job.scope_org_id), execution_span(job):
             if getattr(task, "takes_context", False):
                 raw = task.call(context.get(), *args, **kwargs)
             else:
