@@ -24,6 +24,7 @@ stored context (a row written by hand, say) fail a job: it is ignored.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,11 @@ SYSTEM = "dispatch_jobs"
 MAX_CARRIER_CHARS = 4096
 
 _NO_SPAN: AbstractContextManager[Any] = nullcontext(None)
+_UNKNOWN = object()
+_PROVIDER_FROM_ENV = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+_NO_OP_PROVIDERS: tuple[type, ...] = (
+    (trace.ProxyTracerProvider, trace.NoOpTracerProvider) if trace is not None else ()
+)
 _cache: tuple[object, Any] = (None, None)
 
 
@@ -61,8 +67,14 @@ def tracer() -> Any | None:
     global _cache
     if trace is None:
         return None
+    # Read the API's global directly while no provider is set: get_tracer_provider()
+    # then looks the environment up on every call, which is most of what tracing
+    # "off" would cost per job. Any other case goes through the public call.
+    provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None and not _PROVIDER_FROM_ENV:
+        return None
     provider = trace.get_tracer_provider()
-    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+    if isinstance(provider, _NO_OP_PROVIDERS):
         return None
     cached_provider, cached_tracer = _cache
     if cached_provider is provider:

@@ -21,14 +21,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
 from ..metrics import MetricsUnavailable, prometheus_client
 from ..models import Job, JobState
 from .config import WorkerConfig, WorkerConfigError
-from .executor import Attempt
+
+if TYPE_CHECKING:
+    from .executor import Attempt
 
 logger = logging.getLogger("dispatch_jobs.worker")
 
