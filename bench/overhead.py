@@ -13,7 +13,8 @@ bench's tuned arguments), in each mode in turn:
 Reported per mode, as medians over ``--reps``: jobs/s of the drain and the
 worker process's CPU time per job in µs (its user + system time, from
 ``getrusage`` of the finished child: steadier than the rate on a shared
-machine). The database named in ``--db`` is migrated and emptied: use one of
+machine). Both net of a run of the same command on an empty queue (start-up,
+registration, shutdown). The database named in ``--db`` is migrated and emptied: use one of
 its own.
 """
 
@@ -63,27 +64,35 @@ def main() -> None:
     from dispatch_jobs.models import Job
     from dispatch_jobs.store import enqueue_jobs
 
+    def drain(mode: str) -> tuple[float, float]:
+        """(wall seconds, CPU seconds) of one runjobs --burst process."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        began = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "django", "runjobs", *WORKER, *MODES[mode]],
+            env=env,
+            cwd=ROOT,
+            check=True,
+        )
+        took = time.perf_counter() - began
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
     results: dict[str, list[tuple[float, float]]] = {}
     for _rep in range(args.reps):
         for mode in args.mode or ["off", "metrics"]:
             Job.objects.all().delete()
+            # The process's start and stop, measured on an empty queue, are not
+            # the jobs' cost: subtracted from the drain's.
+            idle_wall, idle_cpu = drain(mode)
             for start in range(0, args.jobs, 5000):
                 enqueue_jobs([_noop_job(Job) for _ in range(min(5000, args.jobs - start))])
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            began = time.perf_counter()
-            subprocess.run(
-                [sys.executable, "-m", "django", "runjobs", *WORKER, *MODES[mode]],
-                env=env,
-                cwd=ROOT,
-                check=True,
-            )
-            took = time.perf_counter() - began
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            wall, cpu = drain(mode)
             left = Job.objects.exclude(state="completed").count()
             if left:
                 raise SystemExit(f"{mode}: {left} jobs not completed")
-            results.setdefault(mode, []).append((args.jobs / took, cpu / args.jobs * 1e6))
+            per_job = max(cpu - idle_cpu, 0.0) / args.jobs * 1e6
+            results.setdefault(mode, []).append((args.jobs / max(wall - idle_wall, 1e-3), per_job))
     for mode, samples in results.items():
         rate = statistics.median(s[0] for s in samples)
         cpu_us = statistics.median(s[1] for s in samples)
