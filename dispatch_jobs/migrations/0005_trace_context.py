@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("dispatch_jobs", "0003_admin_indexes")]
+    dependencies = [("dispatch_jobs", "0004_quarantine")]
 
     operations = [
         migrations.AddField(
