@@ -156,3 +156,13 @@ def test_metrics_port_values(given, address):
 def test_bad_metrics_ports_are_refused(given):
     with pytest.raises(WorkerConfigError, match="--metrics-port must be PORT or HOST:PORT"):
         build_config({"metrics_port": given})
+
+
+def test_without_the_flag_the_pool_holds_no_metrics():
+    # The pool's per-job hooks are skipped on `self.metrics is None`: nothing is
+    # imported, registered or counted.
+    from dispatch_jobs.worker import metrics as worker_metrics
+
+    config = build_config({})
+    assert config.metrics_address is None
+    assert worker_metrics.start(config, lambda: 0, lambda: False) is None
