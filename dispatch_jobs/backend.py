@@ -30,7 +30,7 @@ from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error
 from django.db import transaction
 
-from . import compat, names
+from . import compat, names, tracing
 from .conf import settings
 from .resources import ResourceSet
 from .results import enqueued_result, job_to_result, parse_result_id, task_as_enqueued
@@ -205,8 +205,9 @@ class DispatchBackend(compat.BaseTaskBackend):
 
         if not checked:
             return []
-        new = _new_jobs(definition, checked)
-        created = insert_jobs(new)
+        with tracing.enqueue_span(definition.job_name, definition.queue_name, len(checked)) as ctx:
+            new = _new_jobs(definition, checked, ctx)
+            created = insert_jobs(new)
         result_task = task_as_enqueued(
             task, new.shared["queue"], new.shared["priority"], self.alias
         )
@@ -279,13 +280,18 @@ def _frozen(call: _Call) -> _Call:
     )
 
 
-def _new_jobs(definition: DispatchTask, calls: Sequence[_Call]) -> NewJobs:
+def _new_jobs(
+    definition: DispatchTask, calls: Sequence[_Call], trace_context: dict[str, str] | None
+) -> NewJobs:
     """The rows of validated calls, as columns: the task's options are shared by
     every row; each payload is its own; scope and resources are shared unless a
-    call differs (a ``resource_func``)."""
+    call differs (a ``resource_func``). The enqueue span's trace context, when
+    tracing is on, is shared too (absent otherwise: the column stays NULL)."""
     from .store.enqueue import NewJobs
 
     shared = _task_columns(definition)
+    if trace_context is not None:
+        shared["trace_context"] = trace_context
     own: dict[str, list[Any]] = {"payload": [call.payload for call in calls]}
     first = calls[0]
     decided = (first.scope, first.requests, first.limits)

@@ -364,3 +364,29 @@ def _check_pooled(alias: str, value: dict[str, Any], *, listen_set: bool) -> lis
             id="dispatch_jobs.W070",
         )
     ]
+
+
+# A token shorter than this is guessable by a scraper that tries.
+METRICS_TOKEN_MIN = 16
+
+
+@register()
+def check_metrics_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    value = getattr(django_settings, "DISPATCH_JOBS", {})
+    if not isinstance(value, dict):
+        return []  # E001 already says so
+    errors: list[Any] = []
+    token = value.get("METRICS_TOKEN", DEFAULTS["METRICS_TOKEN"])
+    if not isinstance(token, str) or (token and len(token) < METRICS_TOKEN_MIN):
+        errors.append(
+            Error(
+                f"DISPATCH_JOBS['METRICS_TOKEN'] must be a string of at least "
+                f'{METRICS_TOKEN_MIN} characters, or "" for staff-only access; got '
+                f"{type(token).__name__ if not isinstance(token, str) else 'a shorter string'}.",
+                hint="Make one with: python -c 'import secrets; print(secrets.token_urlsafe())'",
+                id="dispatch_jobs.E060",
+            )
+        )
+    cap = value.get("METRICS_COUNT_CAP", DEFAULTS["METRICS_COUNT_CAP"])
+    errors += _check_integer("METRICS_COUNT_CAP", cap, 1, "dispatch_jobs.E061")
+    return errors

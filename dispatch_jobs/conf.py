@@ -77,6 +77,11 @@ DEFAULTS: dict[str, Any] = {
     # Dotted path of a callable(value, *, job, field) -> value that hides secrets
     # in arguments and return values before the admin shows them ("" for none).
     "REDACT": "",
+    # --- Metrics (docs/observability.md).
+    # The bearer token Prometheus presents to the metrics view ("": staff only).
+    "METRICS_TOKEN": "",
+    # Queue depth gauges count ready jobs up to this many per queue and state.
+    "METRICS_COUNT_CAP": 10_000,
     # --- The tasks backend (docs/tasks.md).
     # Dotted path of a callable(request) -> Scope | (app_id, org_id) | None that
     # ScopeMiddleware uses to set the scope jobs enqueued by a request carry.
@@ -235,6 +240,14 @@ class Settings:
     @property
     def redact(self) -> str:
         return str(self.get("REDACT") or "")
+
+    @property
+    def metrics_token(self) -> str:
+        return str(self.get("METRICS_TOKEN") or "")
+
+    @property
+    def metrics_count_cap(self) -> int:
+        return int(self.get("METRICS_COUNT_CAP"))
 
     @property
     def scope_from_request(self) -> str:

@@ -110,6 +110,10 @@ class Job(models.Model):
     )
     created_at = models.DateTimeField(db_default=Now())
     updated_at = models.DateTimeField(db_default=Now())
+    # The enqueuing span's W3C trace context ({"traceparent": ..., "tracestate":
+    # ...}), so the execution span joins the request's trace. Written only while
+    # OpenTelemetry tracing is active (dispatch_jobs.tracing); NULL otherwise.
+    trace_context = models.JSONField(null=True, blank=True)
 
     objects = JobQuerySet.as_manager()
 

@@ -72,6 +72,8 @@ class WorkerConfig:
     maintenance: bool = True
     reclaim_interval: timedelta
     summary_interval: timedelta
+    # (host, port) of the Prometheus exposition (--metrics-port); None: no metrics.
+    metrics_address: tuple[str, int] | None = None
 
     @property
     def custom_keys(self) -> list[str]:
@@ -140,6 +142,7 @@ def build_config(options: Mapping[str, Any]) -> WorkerConfig:
         summary_interval=parse_duration(
             "--summary-interval", given("summary_interval", settings.summary_interval)
         ),
+        metrics_address=_metrics_address(options.get("metrics_port")),
     )
 
 
@@ -196,3 +199,16 @@ def _grace(value: object) -> timedelta:
     if isinstance(value, int | float | str) and str(value).strip() in ("0", "0.0"):
         return timedelta(0)  # zero grace is allowed: hand back at once
     return parse_duration("--shutdown-grace", value)
+
+
+def _metrics_address(value: object) -> tuple[str, int] | None:
+    """``PORT`` (every interface) or ``HOST:PORT``; port 0 picks a free one."""
+    if value in (None, ""):
+        return None
+    host, _, port = str(value).strip().rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    if not port.isdigit() or int(port) > 65535:
+        raise WorkerConfigError(
+            f"--metrics-port must be PORT or HOST:PORT with a port from 0 to 65535, got {value!r}."
+        )
+    return host, int(port)

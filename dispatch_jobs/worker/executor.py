@@ -26,6 +26,7 @@ from ..models import Job
 from ..names import TaskNotFound, load_task
 from ..scope import scope
 from ..storable import find_unstorable, storable_text
+from ..tracing import execution_span
 from .context import (
     TIMED_OUT,
     Cancellation,
@@ -118,7 +119,7 @@ def _run_handler(
     try:
         if has_effect(task_started, log_task_started):
             task_started.send(sender=sender, task_result=context.get().task_result)
-        with scope(job.scope_app_id, job.scope_org_id):
+        with scope(job.scope_app_id, job.scope_org_id), execution_span(job):
             if getattr(task, "takes_context", False):
                 raw = task.call(context.get(), *args, **kwargs)
             else:

@@ -26,6 +26,7 @@ from django.db import connections
 
 from .. import store
 from ..models import Job, JobState
+from . import metrics as worker_metrics
 from .completer import Completer
 from .config import WorkerConfig
 from .context import HANDED_BACK
@@ -73,6 +74,8 @@ class Pool:
         self.executors = Executors(config.concurrency, self._execute)
         self.dispatched = 0
         self.deadline: float | None = None  # monotonic end of a signalled drain's grace
+        # None unless --metrics-port: then the hot path's only cost is the test.
+        self.metrics = worker_metrics.start(config, self.inflight.__len__, self._is_leader)
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -91,6 +94,8 @@ class Pool:
         finally:
             self._stop_stages()
             connections.close_all()
+            if self.metrics is not None:
+                self.metrics.close()
         logger.info("runjobs %s stopped: %s", self.config.worker_id, self.stats.line(0))
         return 0
 
@@ -151,6 +156,8 @@ class Pool:
             return
         # The timeout counts from the start of the handler, not from the claim.
         held.deadline = deadline_for(held.job)
+        if self.metrics is not None:
+            self.metrics.started(held.job)
         attempt: Attempt | None = None
         try:
             attempt = execute(held.job, self.config.worker_id, held.cancellation, held.deadline)
@@ -169,6 +176,8 @@ class Pool:
         held = self.inflight.get(attempt.job.pk)
         if held is not None and held.epoch == attempt.epoch:
             self.inflight.remove(held)
+        if self.metrics is not None and written:
+            self.metrics.settled(attempt)
         if not written:
             self.stats.count("discarded")
         elif attempt.job.state == JobState.COMPLETED:
@@ -178,6 +187,9 @@ class Pool:
         else:
             self.stats.count("failed")
         self.wake.set()
+
+    def _is_leader(self) -> bool:
+        return self.maintenance is not None and self.maintenance.is_leader
 
     def _on_abandoned(self, held: Held, attempt: Attempt) -> None:
         """The heartbeat recorded a timeout for a handler that ignored it: write the

@@ -86,6 +86,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--summary-interval", metavar="D", help="Summary log interval (default 60s)."
         )
+        parser.add_argument(
+            "--metrics-port",
+            metavar="[HOST:]PORT",
+            help="Serve Prometheus metrics on this port (needs the 'metrics' extra).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -95,7 +100,10 @@ class Command(BaseCommand):
         self._configure_logging(int(options.get("verbosity", 1)))
         from dispatch_jobs.worker.pool import Pool
 
-        pool = Pool(config)
+        try:
+            pool = Pool(config)  # binds the metrics port, when asked to
+        except WorkerConfigError as exc:
+            raise CommandError(str(exc)) from exc
         pool.shutdown.install()
         try:
             pool.run()
