@@ -29,6 +29,7 @@ from django.http import HttpRequest
 from ..conf import settings
 from ..cursor import decode_cursor, encode_cursor
 from ..exceptions import InvalidCursor
+from .params import CleanParamsMixin
 from .safety import QueryTooBroad, bounded_queries
 
 CURSOR_VAR = "cursor"
@@ -296,7 +297,7 @@ class KeysetChangeList(ChangeList):
         return [(k, v) for k, v in sorted(self.params.items()) if k not in dropped]
 
 
-class KeysetModelAdmin(admin.ModelAdmin):
+class KeysetModelAdmin(CleanParamsMixin, admin.ModelAdmin):
     """A ModelAdmin whose change list is a ``KeysetChangeList``.
 
     Orders come only from ``sort_keys`` (the first is the default; ``?sort=``

@@ -23,6 +23,7 @@ from ..conf import settings
 from ..models import JobState, Usage
 from ..store import db
 from .paging import KeysetModelAdmin, SortKey
+from .params import guarded
 from .readonly import ReadOnlyAdmin
 from .safety import QueryTooBroad, bounded_queries
 
@@ -108,7 +109,7 @@ class UsageAdmin(ReadOnlyAdmin, KeysetModelAdmin):
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view
         return [
-            path("summary/", wrap(self.summary_view), name="dispatch_jobs_usage_summary"),
+            path("summary/", wrap(guarded(self.summary_view)), name="dispatch_jobs_usage_summary"),
             *super().get_urls(),
         ]
 
