@@ -55,7 +55,7 @@ class _Bucket:
 
 
 _Key = tuple[datetime, str, str]  # (minute, task name, queue)
-_Row = tuple[int, str, str, str, int, datetime | None, datetime]
+_Row = tuple[int, str, str, str, int, datetime | None, datetime | None]
 
 
 def roll_up_finished_jobs(
@@ -135,6 +135,8 @@ def _roll_up_batch(batch: int, lag: timedelta) -> int:
 def _buckets(rows: list[_Row]) -> dict[_Key, _Bucket]:
     buckets: dict[_Key, _Bucket] = {}
     for _id, name, queue, state, retries, started, finished in rows:
+        if finished is None:  # excluded by the query; here for the type checker
+            continue
         minute = finished.replace(second=0, microsecond=0)
         run_ms = None
         if started is not None:
