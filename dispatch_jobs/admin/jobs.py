@@ -7,7 +7,7 @@ store's operator actions change them.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 from django.contrib import admin, messages
@@ -15,19 +15,20 @@ from django.contrib.admin import helpers
 from django.contrib.admin.views.main import SEARCH_VAR
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
+from django.db.models.functions import Substr
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.dateparse import parse_datetime
+from django.utils.html import format_html
 from django.utils.http import urlencode
-from django.utils.timezone import localtime
 
 from .. import store
 from ..conf import settings
 from ..models import Job, JobState, Usage
 from ..store import db
-from . import deadletter, filters, params, search, values
+from . import deadletter, display, filters, params, search, values
 from .actions import CHANGELIST_ACTIONS, JobActionsMixin, parse_ids
-from .paging import KeysetModelAdmin, SortKey
+from .paging import KeysetModelAdmin, KeysetPaginator, SortKey
 from .params import guarded
 
 # The whitelist: each order is (key, id) in one direction, served by the index named.
@@ -44,25 +45,27 @@ JOB_SORT_KEYS = (
         is_time=True,
     ),
 )
+# The most of last_error the list reads (its first line, cut for the column).
+ERROR_HEAD_CHARS = 200
 # Columns the list never shows; they can be large, so they are not fetched for it.
 _LIST_DEFERRED = ("payload", "return_value", "attempts", "last_error", "resources")
 
 
 @admin.register(Job)
 class JobAdmin(JobActionsMixin, KeysetModelAdmin):
+    # Fits 1280 px: priority, run-at and worker are on each job's page.
     list_display = (
         "id",
-        "name",
+        "task_name",
         "queue",
-        "state",
-        "priority",
-        "tries",
-        "due",
+        "state_badge",
+        "attempts_made",
+        "error_summary",
         "enqueued",
         "finished",
-        "worker_id",
+        "run_time",
     )
-    list_display_links = ("id", "name")
+    list_display_links = ("id", "task_name")
     list_filter = (
         filters.StateFilter,
         filters.QueueFilter,
@@ -77,7 +80,7 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
     )
     search_fields = ("name",)
     search_help_text = (
-        "A task name prefix; #123 or 123 jumps to job 123; JSON such as "
+        "A task name or any part of it; #123 opens job 123; JSON such as "
         '{"user_id": 7} (keyword arguments) or [7] (positional) finds jobs by '
         "argument content (PostgreSQL only)."
     )
@@ -87,21 +90,44 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
     change_list_template = "dispatch_jobs/admin/job/change_list.html"
     change_form_template = "dispatch_jobs/admin/job/detail.html"
 
-    @admin.display(description="tries")
-    def tries(self, job: Job) -> str:
-        return f"{job.retry_count}/{job.max_retries}"
+    @admin.display(description="task")
+    def task_name(self, job: Job) -> str:
+        return format_html('<span title="{}">{}</span>', job.name, job.name)
 
-    @admin.display(description="run at")
-    def due(self, job: Job) -> str:
-        return _compact(job.run_at)
+    @admin.display(description="state")
+    def state_badge(self, job: Job) -> str:
+        return format_html(
+            '<span class="dj-badge dj-state-{}">{}</span>', job.state, job.get_state_display()
+        )
+
+    @admin.display(description="attempts")
+    def attempts_made(self, job: Job) -> str:
+        """Made / allowed: a job that failed its first try reads "1/4"."""
+        return f"{display.attempts_made(job.state, job.retry_count)}/{job.max_retries + 1}"
+
+    @admin.display(description="error")
+    def error_summary(self, job: Job) -> str:
+        if job.state not in (JobState.FAILED, JobState.RETRYING):
+            return ""
+        head = getattr(job, "error_head", None)
+        if head is None:  # not annotated (a list built elsewhere)
+            head = job.last_error
+        line = display.error_summary(head)
+        return format_html('<span title="{}">{}</span>', line, line) if line else ""
 
     @admin.display(description="enqueued")
     def enqueued(self, job: Job) -> str:
-        return _compact(job.created_at)
+        return display.moment(job.created_at)
 
     @admin.display(description="finished")
     def finished(self, job: Job) -> str:
-        return _compact(job.completed_at)
+        return display.moment(job.completed_at)
+
+    @admin.display(description="run time")
+    def run_time(self, job: Job) -> str:
+        if job.completed_at is None or job.started_at is None:
+            return ""
+        return display.duration(job.completed_at - job.started_at)
 
     # --- Permissions: read-only rows; each action has its own permission.
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -148,6 +174,14 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
         return Job.objects.using(db.alias()).all()
+
+    def keyset_paginator(
+        self, request: HttpRequest, queryset: QuerySet[Job], per_page: int
+    ) -> KeysetPaginator:
+        # The error column needs the head of last_error only: the database cuts
+        # it, so a page never carries whole tracebacks.
+        head = Substr("last_error", 1, ERROR_HEAD_CHARS)
+        return super().keyset_paginator(request, queryset.annotate(error_head=head), per_page)
 
     def lookup_allowed(self, lookup: str, value: str, request: Any = None) -> bool:
         # Only the declared filters' own parameters: no ad-hoc ?payload__icontains=
@@ -268,6 +302,8 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
         here = reverse("admin:dispatch_jobs_job_change", args=[job.pk])
         return {
             "job": job,
+            "attempts_made": display.attempts_made(job.state, job.retry_count),
+            "attempts_allowed": job.max_retries + 1,
             "arguments": values.shown(job, "payload"),
             "return_value": (
                 values.shown(job, "return_value") if job.return_value is not None else None
@@ -293,16 +329,6 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
 def _names_an_id(term: str) -> bool:
     """ "7" and "#7" (and "#-1", "#999…9") are job ids to look up, not names."""
     return term.startswith("#") or (term.isascii() and term.isdigit())
-
-
-def _compact(moment: datetime | None) -> str:
-    """A list cell's time: "11-30 16:04:05" in the current time zone (the year
-    only when it is not this one)."""
-    if moment is None:
-        return "–"
-    moment = localtime(moment)
-    shape = "%m-%d %H:%M:%S" if moment.year == localtime().year else "%Y-%m-%d %H:%M"
-    return moment.strftime(shape)
 
 
 def _action_link(name: str, job_id: int, next_url: str) -> str:
