@@ -66,6 +66,7 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
         "run_time",
     )
     list_display_links = ("id", "task_name")
+    empty_value_display = display.EMPTY
     list_filter = (
         filters.StateFilter,
         filters.QueueFilter,
