@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from django.core.cache import cache
 from django.db.models import Max, Sum
 from django.db.models.functions import Now
+from django.utils.timezone import localtime
 
 from .. import store
 from ..conf import settings
@@ -90,13 +91,14 @@ class Snapshot:
     threshold: int
 
 
-def snapshot() -> Snapshot:
-    """The dashboard's numbers, from the cache when fresh."""
+def cached_context() -> dict[str, object]:
+    """What the dashboard template shows, from the cache when fresh: the
+    numbers and the charts drawn from them, once per ``CACHE_SECONDS``."""
     key = _CACHE_KEY.format(alias=db.alias())
     cached = cache.get(key)
-    if isinstance(cached, Snapshot):
+    if isinstance(cached, dict):
         return cached
-    fresh = _read()
+    fresh = context(_read())
     cache.set(key, fresh, CACHE_SECONDS)
     return fresh
 
@@ -132,7 +134,8 @@ def _queues(threshold: int, running_bound: int) -> list[QueueLine]:
     jobs = Job.objects.using(db.alias())
     paused = store.paused_queues()
     running: dict[str, int] = defaultdict(int)
-    rows = jobs.filter(state=JobState.RUNNING).values_list("queue", flat=True)[:running_bound]
+    running_jobs = jobs.filter(state=JobState.RUNNING).order_by()
+    rows = running_jobs.values_list("queue", flat=True)[:running_bound]
     for queue in rows:
         running[queue] += 1
     lines = []
@@ -177,11 +180,13 @@ def _tasks(now: datetime) -> list[TaskLine]:
 
 def _series(snap: Snapshot, minutes: int) -> list[charts.Point]:
     end = snap.now.replace(second=0, microsecond=0)
+    # Labels in the current time zone, converted once (not per point).
+    offset = localtime(end).utcoffset() or timedelta(0)
     points = []
     for back in range(minutes - 1, -1, -1):
         at = end - timedelta(minutes=back)
         completed, failed = snap.minutes.get(at, (0, 0))
-        points.append(charts.Point(display.moment(at)[11:16], completed, failed))
+        points.append(charts.Point((at + offset).strftime("%H:%M"), completed, failed))
     return points
 
 

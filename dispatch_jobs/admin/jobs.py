@@ -7,7 +7,7 @@ store's operator actions change them.
 
 from __future__ import annotations
 
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib import admin, messages

@@ -32,8 +32,8 @@ def dispatch_jobs_dashboard(context: template.Context) -> dict[str, Any]:
         return {"hidden": True}
     try:
         with bounded_queries():
-            snap = dashboard.snapshot()
+            shown = dashboard.cached_context()
     except QueryTooBroad as exc:
         messages.warning(request, str(exc))
         return {"notice": str(exc)}
-    return {"request": request, **dashboard.context(snap)}
+    return {"request": request, **shown}

@@ -142,3 +142,17 @@ def test_the_state_counted_is_the_jobs_final_one():
     assert store.roll_up_finished_jobs(lag=NOW) == 0
     assert Job.objects.get(pk=job.pk).state == JobState.FAILED
     assert _totals(name="t")["failed"] == 1
+
+
+@pytest.mark.django_db
+def test_the_maintenance_leader_keeps_the_rollup_up_to_date():
+    from dispatch_jobs.worker.config import build_config
+    from dispatch_jobs.worker.maintenance import Maintenance
+
+    jobs = builders.completed(2, name="kept.up")
+    # Test-only: finished a minute ago, past the rollup's lag.
+    Job.objects.filter(pk__in=[j.pk for j in jobs]).update(
+        completed_at=db.database_now() - timedelta(minutes=1)
+    )
+    Maintenance(build_config({"worker_id": "leader"}), threading.Event()).run_once()
+    assert _totals(name="kept.up")["completed"] == 2
