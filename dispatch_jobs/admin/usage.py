@@ -22,6 +22,7 @@ from django.urls import path
 from ..conf import settings
 from ..models import JobState, Usage
 from ..store import db
+from . import display
 from .paging import KeysetModelAdmin, SortKey
 from .params import guarded
 from .readonly import ReadOnlyAdmin
@@ -94,12 +95,26 @@ class UsageAdmin(ReadOnlyAdmin, KeysetModelAdmin):
         "job_id",
         "attempt",
         "status",
-        "wall_time",
-        "cpu_time",
+        "wall",
+        "cpu",
         "peak_rss",
         "worker_id",
-        "recorded_at",
+        "recorded",
     )
+    empty_value_display = display.EMPTY
+
+    @admin.display(description="wall time")
+    def wall(self, usage: Usage) -> str:
+        return display.duration(usage.wall_time)
+
+    @admin.display(description="CPU time")
+    def cpu(self, usage: Usage) -> str:
+        return display.duration(usage.cpu_time)
+
+    @admin.display(description="recorded")
+    def recorded(self, usage: Usage) -> str:
+        return display.moment(usage.recorded_at)
+
     sort_keys = USAGE_SORT_KEYS
     change_list_template = "dispatch_jobs/admin/usage/change_list.html"
 
