@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.core.cache import cache
+from django.db import connections
 from django.db.models import Max, Sum
 from django.db.models.functions import Now
 from django.utils.timezone import localtime
@@ -106,11 +107,7 @@ def cached_context() -> dict[str, object]:
 def _read() -> Snapshot:
     threshold = settings.admin_count_threshold
     now = db.database_now()
-    jobs = Job.objects.using(db.alias())
-    states = [
-        (value, label, bounded_count(jobs.filter(state=value), threshold))
-        for value, label in JobState.choices
-    ]
+    states = _state_counts(threshold)
     workers = list(Worker.objects.using(db.alias()).values_list("concurrency", "last_seen_at"))
     stale_after = settings.heartbeat_interval * STALE_AFTER_BEATS
     stale = sum(1 for _, last_seen in workers if now - last_seen > stale_after)
@@ -128,6 +125,28 @@ def _read() -> Snapshot:
         rolled_up_to=store.rollup_watermark(),
         threshold=threshold,
     )
+
+
+def _state_counts(threshold: int) -> list[tuple[str, str, int | None]]:
+    """Every state's bounded count in one statement: a UNION ALL of
+    ``COUNT(*)`` over ``SELECT id ... WHERE state = s LIMIT threshold + 1``
+    (each served by the (state, id) index), so six probes cost one round trip."""
+    connection = connections[db.alias()]
+    quote = connection.ops.quote_name
+    table, state, key = quote(Job._meta.db_table), quote("state"), quote("id")
+    probe = f"SELECT COUNT(*) FROM (SELECT {key} FROM {table} WHERE {state} = %s LIMIT %s) AS p"
+    parts: list[str] = []
+    params: list[str | int] = []
+    for value, _ in JobState.choices:
+        parts.append(f"SELECT %s, ({probe})")
+        params += [str(value), str(value), threshold + 1]
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        found = {str(value): int(count) for value, count in cursor.fetchall()}
+    return [
+        (value, label, found[value] if found[value] <= threshold else None)
+        for value, label in JobState.choices
+    ]
 
 
 def _queues(threshold: int, running_bound: int) -> list[QueueLine]:

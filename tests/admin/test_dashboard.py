@@ -93,10 +93,10 @@ def test_the_dashboard_costs_the_same_however_many_jobs(admin_client_):
     builders.completed(20, name="other")
     store.roll_up_finished_jobs(lag=NOW)
     assert _reads(admin_client_) == small
-    # Bounded: session and user, the clock, six states, workers, running,
-    # paused queues, the known queues, ready per known queue, two rollup
-    # aggregates and its watermark.
-    assert small == 16 + len(known_queues()), small
+    # Bounded: session and user, the clock, the six states (one UNION ALL),
+    # workers, running, paused queues, the known queues, ready per known queue,
+    # two rollup aggregates and its watermark.
+    assert small == 11 + len(known_queues()), small
 
 
 def test_the_numbers_are_cached_for_a_few_seconds(admin_client_):
