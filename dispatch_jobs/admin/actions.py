@@ -31,6 +31,7 @@ from ..conf import settings
 from ..models import READY_STATES, Job, JobState
 from ..store import db
 from ..store.operations import REPLAYABLE_STATES, OperationReport
+from .params import MAX_ID, job_id
 
 # How many of the selected jobs the confirmation page lists by name.
 CONFIRM_LISTED = 100
@@ -101,10 +102,15 @@ ACTIONS: dict[str, JobAction] = {
 def parse_ids(raw: str | Iterable[str]) -> list[int]:
     """Job ids from "1,2,3" or a list of strings; anything else is refused."""
     parts = raw.split(",") if isinstance(raw, str) else list(raw)
-    try:
-        return sorted({int(part) for part in parts if str(part).strip()})
-    except ValueError as exc:
-        raise ValueError("job ids must be whole numbers") from exc
+    ids = set()
+    for part in (str(p).strip() for p in parts):
+        if not part:
+            continue
+        number = job_id(part)
+        if number is None:
+            raise ValueError(f"job ids must be whole numbers from 1 to {MAX_ID:,}")
+        ids.add(number)
+    return sorted(ids)
 
 
 def _changelist_action(action: JobAction) -> Callable[..., Any]:

@@ -107,14 +107,18 @@ def confirm_group_retry(model_admin: JobAdmin, request: HttpRequest) -> HttpResp
     wanted = request.GET.get("error", "")
     cap = settings.admin_bulk_cap
     back = reverse("admin:dispatch_jobs_job_deadletter")
-    with bounded_queries():
-        rows = (
-            _dead_letters()
-            .filter(name=task)
-            .order_by("-id")
-            .values_list("id", "last_error")[: settings.admin_scan_cap]
-        )
-        ids = [job_id for job_id, last_error in rows if error_class(last_error) == wanted]
+    try:
+        with bounded_queries():
+            rows = (
+                _dead_letters()
+                .filter(name=task)
+                .order_by("-id")
+                .values_list("id", "last_error")[: settings.admin_scan_cap]
+            )
+            ids = [job_id for job_id, last_error in rows if error_class(last_error) == wanted]
+    except QueryTooBroad as exc:
+        messages.warning(request, str(exc))
+        return HttpResponseRedirect(back)
     if not ids:
         messages.warning(request, "That group has no failed jobs left to retry.")
         return HttpResponseRedirect(back)

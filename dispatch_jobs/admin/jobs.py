@@ -7,26 +7,29 @@ store's operator actions change them.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.views.main import SEARCH_VAR
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.db.models.functions import Substr
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.dateparse import parse_datetime
+from django.utils.html import format_html
 from django.utils.http import urlencode
-from django.utils.timezone import localtime
 
 from .. import store
 from ..conf import settings
 from ..models import Job, JobState, Usage
 from ..store import db
-from . import deadletter, filters, values
-from .actions import CHANGELIST_ACTIONS, JobActionsMixin
-from .paging import KeysetModelAdmin, SortKey
+from . import deadletter, display, filters, params, search, values
+from .actions import CHANGELIST_ACTIONS, JobActionsMixin, parse_ids
+from .paging import KeysetModelAdmin, KeysetPaginator, SortKey
+from .params import guarded
 
 # The whitelist: each order is (key, id) in one direction, served by the index named.
 JOB_SORT_KEYS = (
@@ -42,25 +45,28 @@ JOB_SORT_KEYS = (
         is_time=True,
     ),
 )
+# The most of last_error the list reads (its first line, cut for the column).
+ERROR_HEAD_CHARS = 200
 # Columns the list never shows; they can be large, so they are not fetched for it.
 _LIST_DEFERRED = ("payload", "return_value", "attempts", "last_error", "resources")
 
 
 @admin.register(Job)
 class JobAdmin(JobActionsMixin, KeysetModelAdmin):
+    # Fits 1280 px: priority, run-at and worker are on each job's page.
     list_display = (
         "id",
-        "name",
+        "task_name",
         "queue",
-        "state",
-        "priority",
-        "tries",
-        "due",
+        "state_badge",
+        "attempts_made",
+        "error_summary",
         "enqueued",
         "finished",
-        "worker_id",
+        "run_time",
     )
-    list_display_links = ("id", "name")
+    list_display_links = ("id", "task_name")
+    empty_value_display = display.EMPTY
     list_filter = (
         filters.StateFilter,
         filters.QueueFilter,
@@ -75,7 +81,7 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
     )
     search_fields = ("name",)
     search_help_text = (
-        "A task name prefix; #123 or 123 jumps to job 123; JSON such as "
+        "A task name or any part of it; #123 opens job 123; JSON such as "
         '{"user_id": 7} (keyword arguments) or [7] (positional) finds jobs by '
         "argument content (PostgreSQL only)."
     )
@@ -85,21 +91,44 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
     change_list_template = "dispatch_jobs/admin/job/change_list.html"
     change_form_template = "dispatch_jobs/admin/job/detail.html"
 
-    @admin.display(description="tries")
-    def tries(self, job: Job) -> str:
-        return f"{job.retry_count}/{job.max_retries}"
+    @admin.display(description="task")
+    def task_name(self, job: Job) -> str:
+        return format_html('<span title="{}">{}</span>', job.name, job.name)
 
-    @admin.display(description="run at")
-    def due(self, job: Job) -> str:
-        return _compact(job.run_at)
+    @admin.display(description="state")
+    def state_badge(self, job: Job) -> str:
+        return format_html(
+            '<span class="dj-badge dj-state-{}">{}</span>', job.state, job.get_state_display()
+        )
+
+    @admin.display(description="attempts")
+    def attempts_made(self, job: Job) -> str:
+        """Made / allowed: a job that failed its first try reads "1/4"."""
+        return f"{display.attempts_made(job.state, job.retry_count)}/{job.max_retries + 1}"
+
+    @admin.display(description="error")
+    def error_summary(self, job: Job) -> str:
+        if job.state not in (JobState.FAILED, JobState.RETRYING):
+            return ""
+        head = getattr(job, "error_head", None)
+        if head is None:  # not annotated (a list built elsewhere)
+            head = job.last_error
+        line = display.error_summary(head)
+        return format_html('<span title="{}">{}</span>', line, line) if line else ""
 
     @admin.display(description="enqueued")
     def enqueued(self, job: Job) -> str:
-        return _compact(job.created_at)
+        return _moment_cell(job.created_at)
 
     @admin.display(description="finished")
     def finished(self, job: Job) -> str:
-        return _compact(job.completed_at)
+        return _moment_cell(job.completed_at)
+
+    @admin.display(description="run time")
+    def run_time(self, job: Job) -> str:
+        if job.completed_at is None or job.started_at is None:
+            return ""
+        return display.duration(job.completed_at - job.started_at)
 
     # --- Permissions: read-only rows; each action has its own permission.
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -121,11 +150,45 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
 
     # --- The list.
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
-        context = {"bulk_cap": f"{settings.admin_bulk_cap:,}", **(extra_context or {})}
+        term = request.GET.get(SEARCH_VAR, "").strip()
+        number = params.job_id(term) if _names_an_id(term) else None
+        if number is not None:
+            if self.get_queryset(request).filter(pk=number).exists():
+                # "#7" opens job 7 rather than listing one row.
+                change = reverse("admin:dispatch_jobs_job_change", args=[number])
+                return HttpResponseRedirect(change)
+            messages.warning(request, f"There is no job #{number}.")
+        if request.method == "POST" and not self._selection_is_ids(request):
+            return HttpResponseRedirect(request.get_full_path())
+        context = {
+            "bulk_cap": f"{settings.admin_bulk_cap:,}",
+            # The list needs the width: without the admin's app sidebar every
+            # column fits at 1280 px (the dashboard links replace it here).
+            "is_nav_sidebar_enabled": False,
+            **(extra_context or {}),
+        }
         return super().changelist_view(request, context)
+
+    def _selection_is_ids(self, request: HttpRequest) -> bool:
+        """Django's action form posts the ticked rows' ids; anything else in it
+        (a forged or broken form) is refused before it reaches a query."""
+        try:
+            parse_ids(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME))
+        except ValueError as exc:
+            messages.error(request, f"Nothing was changed: {exc}.")
+            return False
+        return True
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
         return Job.objects.using(db.alias()).all()
+
+    def keyset_paginator(
+        self, request: HttpRequest, queryset: QuerySet[Job], per_page: int
+    ) -> KeysetPaginator:
+        # The error column needs the head of last_error only: the database cuts
+        # it, so a page never carries whole tracebacks.
+        head = Substr("last_error", 1, ERROR_HEAD_CHARS)
+        return super().keyset_paginator(request, queryset.annotate(error_head=head), per_page)
 
     def lookup_allowed(self, lookup: str, value: str, request: Any = None) -> bool:
         # Only the declared filters' own parameters: no ad-hoc ?payload__icontains=
@@ -138,12 +201,19 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
         term = search_term.strip()
         if not term:
             return queryset, False
-        digits = term.removeprefix("#")
-        if digits.isdigit():
-            return queryset.filter(id=int(digits)), False
+        if _names_an_id(term):
+            number = params.job_id(term)
+            if number is None:
+                messages.warning(
+                    request, f"There is no job {term[:40]}: ids are 1 to {params.MAX_ID:,}."
+                )
+                return queryset.none(), False
+            return queryset.filter(id=number), False
         if term[0] in "{[":
             return self._argument_search(request, queryset, term), False
-        return queryset.filter(name__startswith=term), False
+        # A substring of the task name: no index serves it (see docs/admin.md,
+        # "Search"); the page stays keyset-paged and under the statement timeout.
+        return queryset.filter(name__icontains=term), False
 
     def _argument_search(
         self, request: HttpRequest, queryset: QuerySet[Job], term: str
@@ -156,7 +226,7 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
             )
             return queryset.none()
         try:
-            wanted = json.loads(term)
+            wanted = search.json_value(term)
         except ValueError as exc:
             messages.error(request, f"That search is not valid JSON ({exc}).")
             return queryset.none()
@@ -172,22 +242,22 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
         return [
             path(
                 "action/<str:name>/",
-                wrap(self.action_view),
+                wrap(guarded(self.action_view)),
                 name="dispatch_jobs_job_action",
             ),
             path(
                 "<int:object_id>/value/<str:field>/",
-                wrap(self.value_view),
+                wrap(guarded(self.value_view)),
                 name="dispatch_jobs_job_value",
             ),
             path(
                 "dead-letter/",
-                wrap(self.deadletter_view),
+                wrap(guarded(self.deadletter_view)),
                 name="dispatch_jobs_job_deadletter",
             ),
             path(
                 "dead-letter/retry/",
-                wrap(self.deadletter_retry_view),
+                wrap(guarded(self.deadletter_retry_view)),
                 name="dispatch_jobs_job_deadletter_retry",
             ),
             *super().get_urls(),
@@ -239,6 +309,8 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
         here = reverse("admin:dispatch_jobs_job_change", args=[job.pk])
         return {
             "job": job,
+            "attempts_made": display.attempts_made(job.state, job.retry_count),
+            "attempts_allowed": job.max_retries + 1,
             "arguments": values.shown(job, "payload"),
             "return_value": (
                 values.shown(job, "return_value") if job.return_value is not None else None
@@ -261,14 +333,20 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
         }
 
 
-def _compact(moment: datetime | None) -> str:
-    """A list cell's time: "11-30 16:04:05" in the current time zone (the year
-    only when it is not this one)."""
-    if moment is None:
-        return "–"
-    moment = localtime(moment)
-    shape = "%m-%d %H:%M:%S" if moment.year == localtime().year else "%Y-%m-%d %H:%M"
-    return moment.strftime(shape)
+def _names_an_id(term: str) -> bool:
+    """ "7" and "#7" (and "#-1", "#999…9") are job ids to look up, not names."""
+    return term.startswith("#") or (term.isascii() and term.isdigit())
+
+
+def _moment_cell(value: datetime | None) -> str:
+    """The console's one date format, free to break between day and time only."""
+    text = display.moment(value)
+    if value is None:
+        return text
+    day, clock = text.split(" ", 1)
+    return format_html(
+        '<span class="dj-day">{}</span> <span class="dj-clock">{}</span>', day, clock
+    )
 
 
 def _action_link(name: str, job_id: int, next_url: str) -> str:

@@ -22,12 +22,14 @@ from typing import Any, Protocol, cast
 from django.contrib import admin, messages
 from django.contrib.admin.options import ShowFacets
 from django.contrib.admin.views.main import ChangeList
+from django.core.paginator import Paginator
 from django.db.models import F, Model, OrderBy, Q, QuerySet
 from django.http import HttpRequest
 
 from ..conf import settings
 from ..cursor import decode_cursor, encode_cursor
 from ..exceptions import InvalidCursor
+from .params import CleanParamsMixin
 from .safety import QueryTooBroad, bounded_queries
 
 CURSOR_VAR = "cursor"
@@ -189,7 +191,7 @@ class KeysetAdmin(Protocol):
 
     def get_sort_key(self, request: HttpRequest) -> SortKey: ...
 
-    def get_paginator(
+    def keyset_paginator(
         self, request: HttpRequest, queryset: QuerySet[Any], per_page: int
     ) -> KeysetPaginator: ...
 
@@ -198,7 +200,7 @@ class KeysetChangeList(ChangeList):
     """A ChangeList that pages with ``KeysetPaginator`` and never counts in full.
 
     The ModelAdmin (a ``KeysetModelAdmin``) provides ``sort_keys`` (the whitelist),
-    ``get_sort_key`` and ``get_paginator``. Query parameters of its own: ``cursor`` (the page),
+    ``get_sort_key`` and ``keyset_paginator``. Query parameters of its own: ``cursor`` (the page),
     ``count=exact`` (an exact count on demand), ``sort`` (handled by a list filter).
     """
 
@@ -228,7 +230,7 @@ class KeysetChangeList(ChangeList):
 
     def get_results(self, request: HttpRequest) -> None:
         sort = self.keyset_admin.get_sort_key(request)
-        paginator = self.keyset_admin.get_paginator(request, self.queryset, self.list_per_page)
+        paginator = self.keyset_admin.keyset_paginator(request, self.queryset, self.list_per_page)
         threshold = settings.admin_count_threshold
         cursor = request.GET.get(CURSOR_VAR, "")
         try:
@@ -295,7 +297,7 @@ class KeysetChangeList(ChangeList):
         return [(k, v) for k, v in sorted(self.params.items()) if k not in dropped]
 
 
-class KeysetModelAdmin(admin.ModelAdmin):
+class KeysetModelAdmin(CleanParamsMixin, admin.ModelAdmin):
     """A ModelAdmin whose change list is a ``KeysetChangeList``.
 
     Orders come only from ``sort_keys`` (the first is the default; ``?sort=``
@@ -322,15 +324,23 @@ class KeysetModelAdmin(admin.ModelAdmin):
         wanted = request.GET.get(SORT_VAR, "")
         return next((key for key in self.sort_keys if key.value == wanted), self.sort_keys[0])
 
-    # By design not a Paginator (it never counts), hence the override.
-    def get_paginator(  # type: ignore[override]
+    def keyset_paginator(
+        self, request: HttpRequest, queryset: QuerySet[Any], per_page: int
+    ) -> KeysetPaginator:
+        """The change list's pages (by design not a ``Paginator``: it never counts)."""
+        if self.list_deferred:
+            queryset = queryset.defer(*self.list_deferred)
+        return KeysetPaginator(queryset, per_page, self.get_sort_key(request))
+
+    # Django's History page pages an object's admin-log entries through this
+    # hook and needs a real Paginator (page numbers, a count). Those rows are the
+    # handful logged for one object, so counting them is cheap.
+    def get_paginator(
         self,
         request: HttpRequest,
         queryset: QuerySet[Any],
         per_page: int,
         orphans: int = 0,
         allow_empty_first_page: bool = True,
-    ) -> KeysetPaginator:
-        if self.list_deferred:
-            queryset = queryset.defer(*self.list_deferred)
-        return KeysetPaginator(queryset, per_page, self.get_sort_key(request))
+    ) -> Paginator:
+        return Paginator(queryset, per_page, orphans, allow_empty_first_page)

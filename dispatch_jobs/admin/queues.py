@@ -27,6 +27,7 @@ from ..conf import settings
 from ..models import READY_STATES, Job, JobState, QueueControl, Worker
 from ..store import db
 from .paging import bounded_count
+from .params import guarded
 from .readonly import OverviewAdmin
 from .safety import QueryTooBroad, bounded_queries
 
@@ -147,8 +148,8 @@ class QueueControlAdmin(OverviewAdmin):
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view
         return [
-            path("pause/", wrap(self.pause_view), name="dispatch_jobs_queue_pause"),
-            path("resume/", wrap(self.resume_view), name="dispatch_jobs_queue_resume"),
+            path("pause/", wrap(guarded(self.pause_view)), name="dispatch_jobs_queue_pause"),
+            path("resume/", wrap(guarded(self.resume_view)), name="dispatch_jobs_queue_resume"),
             *super().get_urls(),
         ]
 

@@ -10,8 +10,10 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
+from .params import CleanParamsMixin, clean_request
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+
+class ReadOnlyAdmin(CleanParamsMixin, admin.ModelAdmin):
     """No add, change or delete: only ``dispatch_jobs.store`` writes these rows."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -38,6 +40,7 @@ class OverviewAdmin(ReadOnlyAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         if not self.has_view_permission(request):
             raise PermissionDenied
+        clean_request(request)
         own = self.overview_context(request)
         context = {
             **self.admin_site.each_context(request),

@@ -22,7 +22,9 @@ from django.urls import path
 from ..conf import settings
 from ..models import JobState, Usage
 from ..store import db
+from . import display
 from .paging import KeysetModelAdmin, SortKey
+from .params import guarded
 from .readonly import ReadOnlyAdmin
 from .safety import QueryTooBroad, bounded_queries
 
@@ -93,12 +95,26 @@ class UsageAdmin(ReadOnlyAdmin, KeysetModelAdmin):
         "job_id",
         "attempt",
         "status",
-        "wall_time",
-        "cpu_time",
+        "wall",
+        "cpu",
         "peak_rss",
         "worker_id",
-        "recorded_at",
+        "recorded",
     )
+    empty_value_display = display.EMPTY
+
+    @admin.display(description="wall time")
+    def wall(self, usage: Usage) -> str:
+        return display.duration(usage.wall_time)
+
+    @admin.display(description="CPU time")
+    def cpu(self, usage: Usage) -> str:
+        return display.duration(usage.cpu_time)
+
+    @admin.display(description="recorded")
+    def recorded(self, usage: Usage) -> str:
+        return display.moment(usage.recorded_at)
+
     sort_keys = USAGE_SORT_KEYS
     change_list_template = "dispatch_jobs/admin/usage/change_list.html"
 
@@ -108,7 +124,7 @@ class UsageAdmin(ReadOnlyAdmin, KeysetModelAdmin):
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view
         return [
-            path("summary/", wrap(self.summary_view), name="dispatch_jobs_usage_summary"),
+            path("summary/", wrap(guarded(self.summary_view)), name="dispatch_jobs_usage_summary"),
             *super().get_urls(),
         ]
 

@@ -32,6 +32,7 @@ from .notify import notify_enabled, notify_queues
 from .operations import OperationReport, cancel_jobs, delete_jobs, replay_jobs, run_jobs_now
 from .options import ClaimOptions, ListOptions, Page
 from .queues import pause_queue, paused_queues, resume_queue
+from .rollup import roll_up_finished_jobs, rollup_watermark
 from .testing_ops import delete_all_jobs  # noqa: F401  (dispatch_jobs.testing)
 from .usage import list_usage, purge_usage, record_usage, record_usages
 from .workers import (
@@ -85,6 +86,8 @@ __all__ = [
     "renew_lease",
     "renew_leases",
     "resume_queue",
+    "roll_up_finished_jobs",
+    "rollup_watermark",
     "set_worker_state",
     "touch_worker",
     "update_job",

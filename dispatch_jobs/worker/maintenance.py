@@ -51,6 +51,7 @@ class Maintenance:
         self.runners = [
             Runner("reclaim", settings.reclaim_enabled, self.tick, self.reclaim),
             Runner("stale-workers", True, self.tick, self.remove_stale_workers),
+            Runner("rollup", True, self.tick, store.roll_up_finished_jobs),
             Runner(
                 "purge",
                 settings.purge_enabled,

@@ -48,3 +48,13 @@ def operator(db):
         return client
 
     return build
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """The dashboard caches its numbers for a few seconds: never across tests."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()

@@ -72,3 +72,24 @@ def test_a_job_list_that_cannot_answer_in_time_shows_a_friendly_message(admin_cl
     assert "Narrow the filter" in response.content.decode()
     assert list(response.context["cl"].result_list) == []
     assert queues.status_code == 200 and "Narrow the filter" in queues.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_group_retry_that_cannot_answer_in_time_says_narrow_the_filter(admin_client_):
+    if connection.vendor != "postgresql":
+        pytest.skip(NOT_POSTGRES)
+    builders.failed(2, name="app.a", error="ValueError: bad")
+
+    def hold_the_table() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("LOCK TABLE dispatch_jobs_job IN ACCESS EXCLUSIVE MODE")
+
+    retry = reverse("admin:dispatch_jobs_job_deadletter_retry")
+    with (
+        held_elsewhere(hold_the_table),
+        override_settings(DISPATCH_JOBS={"ADMIN_STATEMENT_TIMEOUT": timedelta(milliseconds=200)}),
+    ):
+        response = admin_client_.get(retry, {"task": "app.a", "error": "ValueError"})
+    assert response.status_code == 302
+    shown = admin_client_.get(response.url)
+    assert "Narrow the filter" in shown.content.decode()

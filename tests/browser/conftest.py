@@ -70,3 +70,13 @@ def screenshot(browser_page) -> object:
         return target
 
     return take
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    """The dashboard caches its numbers for a few seconds: never across tests."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()

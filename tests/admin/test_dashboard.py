@@ -1,0 +1,122 @@
+"""The dashboard on the app's admin index: counts by state and queue (bounded,
+cached), throughput charts and task tables from the rollup, workers alive."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from dispatch_jobs import store
+from dispatch_jobs.admin.queues import known_queues
+from dispatch_jobs.models import Job
+
+from . import builders
+
+pytestmark = pytest.mark.django_db
+URL = reverse("admin:app_list", args=["dispatch_jobs"])
+NOW = timedelta(0)
+
+
+def _page(client) -> str:
+    response = client.get(URL)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def _count(page: str, state: str) -> str:
+    match = re.search(rf'data-state="{state}">([^<]*)<', page)
+    assert match, state
+    return match.group(1)
+
+
+def test_the_dashboard_shows_states_queues_charts_tasks_and_workers(admin_client_):
+    builders.enqueue(4, name="shop.sync", queue="emails")
+    builders.completed(3, name="shop.send")
+    builders.failed(2, name="shop.charge", error="CardDeclined: no")
+    builders.running(1, name="shop.send")
+    store.register_worker("w-1", hostname="h", pid=1, queues=["default"], concurrency=2)
+    store.roll_up_finished_jobs(lag=NOW)
+    page = _page(admin_client_)
+    assert [_count(page, s) for s in ("pending", "running", "completed", "failed")] == [
+        "4",
+        "1",
+        "3",
+        "2",
+    ]
+    assert re.search(r'data-queue="emails">.*?class="dj-ready">4<', page, re.S)
+    assert re.search(r'data-queue="default">.*?class="dj-running">1<', page, re.S)
+    # Two inline SVG charts; the hour one has a bar per minute.
+    assert page.count('<svg class="dj-chart"') == 2
+    assert page.count('<g class="dj-chart-bar">') == 60
+    assert "3 completed, 2 failed" in page
+    slowest = page[page.index('class="dj-slowest"') :]
+    assert "shop.send" in slowest and "shop.charge" in slowest
+    failing = page[page.index('class="dj-failing"') :]
+    assert "shop.charge" in failing and "100%" in failing
+    assert '<strong class="dj-workers-alive">1</strong>' in page
+
+
+def test_the_dashboard_loads_nothing_from_the_network(admin_client_):
+    page = _page(admin_client_)
+    external = re.findall(r'(?:src|href)="(https?:)?//', page)
+    assert external == []
+    assert "refresh.js" in page and 'id="dj-refresh-toggle"' in page
+
+
+def test_counts_over_the_threshold_are_capped(admin_client_):
+    builders.enqueue(6)
+    with override_settings(DISPATCH_JOBS={"ADMIN_COUNT_THRESHOLD": 5}):
+        page = _page(admin_client_)
+    assert _count(page, "pending") == "5+"
+
+
+def _reads(client) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        _page(client)
+    sql = [q["sql"] for q in captured.captured_queries]
+    return len([q for q in sql if q.lstrip("(").startswith("SELECT") and "set_config" not in q])
+
+
+def test_the_dashboard_costs_the_same_however_many_jobs(admin_client_):
+    builders.completed(2)
+    store.roll_up_finished_jobs(lag=NOW)
+    small = _reads(admin_client_)
+    cache.clear()
+    store.enqueue_jobs([Job(name=f"t{i % 7}", queue="default") for i in range(500)])
+    builders.completed(20, name="other")
+    store.roll_up_finished_jobs(lag=NOW)
+    assert _reads(admin_client_) == small
+    # Bounded: session and user, the clock, the six states (one UNION ALL),
+    # workers, running, paused queues, the known queues, ready per known queue,
+    # two rollup aggregates and its watermark.
+    assert small == 11 + len(known_queues()), small
+
+
+def test_the_numbers_are_cached_for_a_few_seconds(admin_client_):
+    _page(admin_client_)
+    builders.enqueue(3)
+    with CaptureQueriesContext(connection) as captured:
+        page = _page(admin_client_)
+    assert not [q for q in captured.captured_queries if "dispatch_jobs_job" in q["sql"]]
+    assert _count(page, "pending") == "0"  # the cached snapshot
+    cache.clear()
+    assert _count(_page(admin_client_), "pending") == "3"
+
+
+def test_users_who_cannot_view_jobs_see_no_dashboard(operator, viewer_client):
+    from django.contrib.auth.models import Permission, User
+    from django.test import Client
+
+    user = User.objects.create_user("queues_only", password="pw", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_worker"))
+    client = Client()
+    client.force_login(user)
+    assert "dj-dashboard" not in _page(client)
+    assert "dj-dashboard" in _page(viewer_client)
