@@ -44,7 +44,8 @@ need_chromium() {
 }
 
 # DJANGO_SERIES=6.0 scripts/test.sh runs the suite against Django 6.0 in its own
-# virtualenv (.venv-django6.0); unset, the newest supported Django in .venv.
+# virtualenv (.venv-django6.0); DJANGO_SERIES=5.2 against Django 5.2 LTS plus the
+# django-tasks backport (the [django52] extra); unset, the newest supported Django in .venv.
 ensure_venv() {
     local py stamp want venv
     venv=".venv${DJANGO_SERIES:+-django$DJANGO_SERIES}"
@@ -64,9 +65,11 @@ ensure_venv() {
     # Reinstall (in place) whenever pyproject.toml changed since the last install.
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         echo "installing dispatch_jobs and its test tools into $venv ..." >&2
-        local django_pin=()
+        local django_pin=() extras="dev"
         [ -n "${DJANGO_SERIES:-}" ] && django_pin=("Django~=${DJANGO_SERIES}.0")
-        if ! "$venv/bin/python" -m pip install -q -e ".[dev]" "${django_pin[@]}" >"$venv/pip.log" 2>&1; then
+        # Before 6.0, django.tasks comes from the backport.
+        case "${DJANGO_SERIES:-}" in 5.*) extras="dev,django52" ;; esac
+        if ! "$venv/bin/python" -m pip install -q -e ".[$extras]" "${django_pin[@]}" >"$venv/pip.log" 2>&1; then
             grep -v '^WARNING: Location' "$venv/pip.log" >&2
             echo "installing into $venv failed (log above)" >&2
             exit 1
