@@ -60,7 +60,7 @@ else:
     ):
         raise ImproperlyConfigured(
             "dispatch_jobs needs django-tasks 0.12 (the API of Django 6.0's tasks); "
-            f'found an older one: pip install "dispatch-jobs[django52]"'
+            'found an older one: pip install "dispatch-jobs[django52]"'
         )
     from django_tasks import (  # noqa: F401
         DEFAULT_TASK_BACKEND_ALIAS,
@@ -77,9 +77,9 @@ else:
     from django_tasks.backends.base import BaseTaskBackend  # noqa: F401
     from django_tasks.base import (  # noqa: F401
         DEFAULT_TASK_PRIORITY,
-        Task,
         TASK_MAX_PRIORITY,
         TASK_MIN_PRIORITY,
+        Task,
         TaskError,
     )
     from django_tasks.exceptions import (  # noqa: F401
