@@ -13,6 +13,7 @@
 #   scripts/check_release.sh                       # SQLite, the newest Django
 #   DATABASE_URL=postgres://postgres@127.0.0.1:5432/dj_release scripts/check_release.sh
 #   DJANGO_SERIES=5.2 scripts/check_release.sh     # Django 5.2 LTS + the backport extra
+#   PYTHON_SERIES=3.12 scripts/check_release.sh    # the clean virtualenv on Python 3.12
 #
 # The PostgreSQL (or MariaDB) database named in DATABASE_URL is dropped and created
 # afresh. KEEP_RELEASE_DIR=1 keeps the temporary directory for a look afterwards.
@@ -27,8 +28,8 @@ step="setup"
 # The build tools come from the project's own virtualenv (the [release] extra); the
 # wheel is installed into a new one. The series only changes the clean virtualenv.
 series="${DJANGO_SERIES:-}"
-DJANGO_SERIES="" ensure_venv
-py="$(find_python)"
+DJANGO_SERIES="" PYTHON_SERIES="" ensure_venv
+py="$(find_python)" || fail "no Python ${PYTHON_SERIES:-3.12 or newer} for the clean virtualenv"
 work="$(mktemp -d "${TMPDIR:-/tmp}/dispatch-jobs-release.XXXXXX")"
 if [ -z "${KEEP_RELEASE_DIR:-}" ]; then trap 'rm -rf "$work"' EXIT; else echo "keeping $work" >&2; fi
 log="$work/log"
