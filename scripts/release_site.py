@@ -15,7 +15,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 # What README.md ("Install in your project") tells a user to add, with the SQLite
-# options docs/install.md gives. {databases} is filled from DATABASE_URL.
+# options docs/install.md gives. {databases} is filled from DATABASE_URL; with
+# RELEASE_DEFAULT_SQLITE=1 (and no URL) startproject's own SQLite settings stay as they are.
 SETTINGS = """
 
 # --- dispatch_jobs, as README.md's "Install in your project" says
@@ -28,8 +29,7 @@ TASKS = {{
     }}
 }}
 
-DATABASES = {databases}
-"""
+{databases}"""
 
 SQLITE = """{
     "default": {
@@ -116,9 +116,11 @@ def configure(site: Path) -> None:
     if url:
         config = server_database(url)
         recreate_database(config)
-        databases = repr({"default": config})
+        databases = f"DATABASES = {{'default': {config!r}}}\n"
+    elif os.environ.get("RELEASE_DEFAULT_SQLITE"):
+        databases = ""  # startproject's own DATABASES, untouched
     else:
-        databases = SQLITE
+        databases = f"DATABASES = {SQLITE}\n"
     settings = site / "mysite" / "settings.py"
     settings.write_text(settings.read_text() + SETTINGS.format(databases=databases))
     (site / "greetings" / "tasks.py").write_text(TASKS_MODULE)
