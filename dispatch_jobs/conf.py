@@ -27,6 +27,7 @@ DEFAULTS: dict[str, Any] = {
     # Default page size of the cursor-paged job list.
     "LIST_PAGE_SIZE": 50,
     # --- The runjobs worker (docs/worker.md). Command-line arguments override these.
+    # The queues a worker claims from, and how many jobs it runs at once (threads).
     "WORKER_QUEUES": ["default"],
     "WORKER_CONCURRENCY": 4,
     # Jobs claimed ahead of free executor threads, held under lease in a local
@@ -59,6 +60,11 @@ DEFAULTS: dict[str, Any] = {
     "SUMMARY_INTERVAL": timedelta(minutes=1),
     # PostgreSQL only: wake idle workers with LISTEN/NOTIFY when jobs are enqueued.
     "NOTIFY": True,
+    # PostgreSQL: the DATABASES alias the worker LISTENs on, and only that. "" (the
+    # default) listens over DATABASE's own settings. Behind a transaction-mode pooler
+    # such as PgBouncer, where LISTEN hears nothing, name a direct connection to the
+    # same database here (docs/deployment.md). Polling stays the guarantee.
+    "LISTEN_DATABASE": "",
     # --- The admin (docs/admin.md).
     # PostgreSQL: admin list queries are cancelled after this long.
     "ADMIN_STATEMENT_TIMEOUT": timedelta(seconds=5),
@@ -204,6 +210,11 @@ class Settings:
     @property
     def notify(self) -> bool:
         return bool(self.get("NOTIFY"))
+
+    @property
+    def listen_database(self) -> str:
+        """The alias LISTEN uses: ``LISTEN_DATABASE``, else ``DATABASE``."""
+        return str(self.get("LISTEN_DATABASE") or self.database)
 
     @property
     def admin_statement_timeout(self) -> timedelta:
