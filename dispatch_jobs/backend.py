@@ -20,12 +20,15 @@ a tasks module, possibly before the app registry is ready.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.apps import apps
 from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error
+from django.db import transaction
 
 from . import compat, names
 from .conf import settings
@@ -96,6 +99,24 @@ class DispatchBackend(compat.BaseTaskBackend):
         self.validate_task(task)  # once for the batch: it is the same task each time
         return self._write(task, _as_dispatch_task(task), calls, capacities)
 
+    def enqueue_on_commit(
+        self, task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> None:
+        """Validate the call now, exactly as ``enqueue`` would (arguments, options,
+        scope, resources), raising to the caller; write the row when the current
+        transaction commits. What is written is what was checked: the payload
+        encoded now, the scope of the call's context, the resources resolved now.
+        """
+        capacities = self._capacities_for([task], [(args, kwargs)])
+        definition = _as_dispatch_task(task)
+        self.validate_task(definition)
+        checked = [
+            _frozen(call) for call in self._check_calls(definition, [(args, kwargs)], capacities)
+        ]
+        transaction.on_commit(
+            partial(self._insert, task, definition, checked), using=settings.database
+        )
+
     def get_result(self, result_id: object) -> compat.TaskResult:
         """The result of a job by id. Unknown or malformed ids raise
         ``TaskResultDoesNotExist``."""
@@ -155,8 +176,16 @@ class DispatchBackend(compat.BaseTaskBackend):
         """Validate every call, write them all in one INSERT, then send
         ``task_enqueued`` for each, with the backend class as sender (Django's
         contract). The task is validated already."""
-        from .store.enqueue import insert_jobs
+        return self._insert(task, definition, self._check_calls(definition, calls, capacities))
 
+    def _check_calls(
+        self,
+        definition: DispatchTask,
+        calls: Sequence[tuple[Sequence[Any], Mapping[str, Any]]],
+        capacities: Sequence[Mapping[str, int]],
+    ) -> list[_Call]:
+        """Validate every call (the task is validated already); raises before any
+        write."""
         cap = settings.max_payload_bytes  # once: a settings read costs more than a check
         checked: list[_Call] = []
         resolved = None
@@ -166,6 +195,14 @@ class DispatchBackend(compat.BaseTaskBackend):
                 # Nothing else varies them: every call resolves the same resources.
                 resolved = (call.requests, call.limits)
             checked.append(call)
+        return checked
+
+    def _insert(
+        self, task: compat.Task, definition: DispatchTask, checked: Sequence[_Call]
+    ) -> list[compat.TaskResult]:
+        """Write validated calls in one INSERT and send ``task_enqueued`` for each."""
+        from .store.enqueue import insert_jobs
+
         if not checked:
             return []
         new = _new_jobs(definition, checked)
@@ -226,6 +263,20 @@ def _check_call(
         resolved = definition.resolve_resources(args, kwargs)
         check_schedulable(definition, resolved[0], capacities)
     return _Call(args, kwargs, payload, scope, *resolved)
+
+
+def _frozen(call: _Call) -> _Call:
+    """A checked call that no later change to the caller's objects can alter: its
+    payload as the value decoded from the text that was checked (the ORM path
+    stores the value; a list the caller appends to before the commit would
+    otherwise be written as it is then, unchecked)."""
+    from .store.enqueue import EncodedJSON
+
+    text = call.payload.text
+    payload = json.loads(text)
+    return call._replace(
+        args=payload["args"], kwargs=payload["kwargs"], payload=EncodedJSON(payload, text)
+    )
 
 
 def _new_jobs(definition: DispatchTask, calls: Sequence[_Call]) -> NewJobs:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from .exceptions import InvalidResources
+from .limits import CUSTOM_KEY_MAX, CUSTOM_KEYS_MAX, RESOURCE_QUANTITY_MAX
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -40,6 +41,7 @@ _BYTE_SUFFIXES = {
 _QUANTITY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 ResourceSet = dict[str, int]
+_UNITS = {CPU: "millicores", MEMORY: "bytes", DISK: "bytes", GPU: "milli-devices"}
 
 
 def parse_quantity(key: str, value: object) -> int:
@@ -58,7 +60,7 @@ def parse_quantity(key: str, value: object) -> int:
     text = str(value)
     match = _QUANTITY_RE.match(text)
     if not match:
-        raise InvalidResources(f"Resource {key!r}: cannot read quantity {text!r}.")
+        raise InvalidResources(f"Resource {key!r}: cannot read quantity {_short(repr(text))}.")
     number, suffix = float(match.group(1)), match.group(2)
     if key in (CPU, GPU):
         if suffix == "m":
@@ -86,16 +88,56 @@ def parse_quantity(key: str, value: object) -> int:
                 f"Custom resource {key!r}: expected a whole count, got {text!r}."
             )
         result = number
+    if result > RESOURCE_QUANTITY_MAX:
+        raise InvalidResources(
+            f"Resource {key!r}: {_short(text)} is over the maximum of "
+            f"{RESOURCE_QUANTITY_MAX} (2**53 - 1) {_UNITS.get(key, '(a count)')}."
+        )
     if result != int(result):
         raise InvalidResources(f"Resource {key!r}: {text!r} is finer than the canonical unit.")
     return int(result)
 
 
+def check_quantity(key: str, amount: object) -> None:
+    """A canonical quantity (already parsed) is a whole number within bounds."""
+    if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+        raise InvalidResources(
+            f"Resource {key!r} must be a non-negative integer in canonical units, "
+            f"got {_short(repr(amount))}."
+        )
+    if amount > RESOURCE_QUANTITY_MAX:
+        raise InvalidResources(
+            f"Resource {key!r}: {amount} is over the maximum of {RESOURCE_QUANTITY_MAX} "
+            "(2**53 - 1)."
+        )
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def validate_custom_key(key: str) -> None:
-    if not isinstance(key, str) or not _CUSTOM_KEY_RE.match(key):
+    if not isinstance(key, str) or len(key) > CUSTOM_KEY_MAX:
+        shown = _short(repr(key))
+        raise InvalidResources(
+            f"Custom resource key {shown} is not valid: it must be a string of at most "
+            f"{CUSTOM_KEY_MAX} characters."
+        )
+    if not _CUSTOM_KEY_RE.match(key):
         raise InvalidResources(
             f"Custom resource key {key!r} is not valid: use lower-case letters, digits, "
-            "'.', '_', '/' or '-', starting and ending with a letter or digit."
+            "'.', '_', '/' or '-', starting and ending with a letter or digit "
+            f"(the keys are stored joined by {CUSTOM_KEY_SEPARATOR!r})."
+        )
+
+
+def check_custom_key_count(resources: Mapping[str, object]) -> None:
+    """At most ``CUSTOM_KEYS_MAX`` custom keys: they share one delimited column."""
+    keys = custom_keys_of(resources)
+    if len(keys) > CUSTOM_KEYS_MAX:
+        raise InvalidResources(
+            f"{len(keys)} custom resource keys ({', '.join(keys[:3])}, ...); at most "
+            f"{CUSTOM_KEYS_MAX} are stored per job."
         )
 
 
@@ -121,7 +163,7 @@ def parse_budget_text(text: str) -> ResourceSet:
     return parse_resources(values)
 
 
-def custom_keys_of(resources: Mapping[str, int]) -> list[str]:
+def custom_keys_of(resources: Mapping[str, object]) -> list[str]:
     return sorted(key for key in resources if key not in STANDARD_KEYS)
 
 

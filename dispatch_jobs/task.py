@@ -24,19 +24,20 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import transaction
 
-from . import compat, names
+from . import compat, limits, names
 from .conf import settings
 from .exceptions import DispatchJobsError, InvalidResources
-from .resources import ResourceSet, default_limits, parse_resources
+from .resources import ResourceSet, check_custom_key_count, default_limits, parse_resources
 from .scope import Scope, as_scope
+from .storable import check_storable_text
 
 EXECUTION_IN_PROCESS = "in-process"
 # The isolation levels some worker can provide. A declared policy is a minimum, so
 # one no worker implements is refused at definition rather than run with less.
 EXECUTION_POLICIES = (EXECUTION_IN_PROCESS,)
-ALIAS_MAX = 255
-EXECUTION_MAX = 32
-RESOURCE_CLASS_MAX = 100
+ALIAS_MAX = limits.NAME_MAX
+EXECUTION_MAX = limits.EXECUTION_MAX
+RESOURCE_CLASS_MAX = limits.RESOURCE_CLASS_MAX
 
 # What ``using()`` accepts, besides nothing else: Django's four and the seed's three.
 PER_ENQUEUE_OPTIONS = (
@@ -208,6 +209,8 @@ class DispatchTask(_TaskOptions):
             for key, amount in _parse(self.func, "resource_func result", computed).items():
                 requests[key] = max(requests.get(key, 0), amount)
         requests.update(self.resource_overrides)
+        if self.resource_func is not None:
+            _check_custom_keys(self.func, "resources", requests)
         limits = default_limits(requests, self.resource_limits)
         for key, limit in limits.items():
             if key in requests and requests[key] > limit:
@@ -238,10 +241,17 @@ class DispatchTask(_TaskOptions):
     def enqueue_on_commit(self, *args: Any, **kwargs: Any) -> None:
         """Enqueue when the current transaction commits (never, if it rolls back).
 
-        The arguments are validated now, so a bad call fails here rather than inside
-        the commit. Outside a transaction the job is enqueued at once.
+        Everything ``enqueue`` checks is checked now (arguments, options, scope,
+        resources), so a bad call raises here, at the call site, and never inside
+        the commit, where the job would be lost after the caller's transaction
+        committed. The row written at commit is the one checked now: payload,
+        scope and resources as they were at this call. Outside a transaction the
+        job is enqueued at once.
         """
         backend = self.get_backend()
+        if hasattr(backend, "enqueue_on_commit"):
+            backend.enqueue_on_commit(self, args, kwargs)
+            return
         if hasattr(backend, "validate_arguments"):
             backend.validate_arguments(self, args, kwargs)
         transaction.on_commit(partial(self.enqueue, *args, **kwargs), using=settings.database)
@@ -308,7 +318,7 @@ def _normalise(t: _TaskOptions) -> None:
     """Check every option and store it in its canonical form. Runs for every
     instance, including the copies ``using()`` makes, so it must be idempotent."""
     where = f"Task {_describe(t.func)}"
-    _set(t, "max_retries", _non_negative_int(where, "max_retries", t.max_retries))
+    _set(t, "max_retries", _retries(where, t.max_retries))
     _set(t, "timeout", _duration(where, "timeout", t.timeout))
     _set(t, "lease_ttl", _duration(where, "lease_ttl", t.lease_ttl))
     _set(t, "retry_backoff_base", _duration(where, "retry_backoff_base", t.retry_backoff_base))
@@ -321,6 +331,9 @@ def _normalise(t: _TaskOptions) -> None:
     _set(t, "resources", _parse(t.func, "resources", t.resources))
     _set(t, "resource_limits", _parse(t.func, "resource_limits", t.resource_limits))
     _set(t, "resource_overrides", _parse(t.func, "resources", t.resource_overrides))
+    # Overrides replace the declared floor key by key: the union is what resolves
+    # (a resource_func may add keys: those are counted again at enqueue).
+    _check_custom_keys(t.func, "resources", {**t.resources, **t.resource_overrides})
     if t.resource_func is not None and not callable(t.resource_func):
         raise compat.InvalidTask(
             f"{where}: resource_func must be callable, got {t.resource_func!r}."
@@ -343,30 +356,60 @@ def _set(t: _TaskOptions, name: str, value: object) -> None:
     object.__setattr__(t, name, value)
 
 
-def _non_negative_int(where: str, option: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise compat.InvalidTask(f"{where}: {option} must be an integer >= 0, got {value!r}.")
+def _retries(where: str, value: object) -> int:
+    top = limits.MAX_RETRIES_MAX
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
+        raise compat.InvalidTask(
+            f"{where}: max_retries must be an integer from 0 to {top}, got {_short(value)}."
+        )
     return value
 
 
 def _duration(where: str, option: str, value: object) -> timedelta | None:
+    """A positive duration within the option's bounds (``limits.duration_bounds``),
+    from a ``timedelta`` or a number of seconds."""
     if value is None:
         return None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        value = timedelta(seconds=value)
-    if not isinstance(value, timedelta) or value <= timedelta(0):
+    low, high = limits.duration_bounds(option)
+    seconds = value.total_seconds() if isinstance(value, timedelta) else value
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
         raise compat.InvalidTask(
-            f"{where}: {option} must be a positive timedelta or number of seconds, got {value!r}."
+            f"{where}: {option} must be a positive timedelta or number of seconds, got "
+            f"{_short(value)}."
         )
-    return value
+    # Compared as seconds first: a number too large for a timedelta (or infinite)
+    # is out of bounds, not an OverflowError.
+    if not low.total_seconds() <= seconds <= high.total_seconds():
+        raise compat.InvalidTask(
+            f"{where}: {option} must be between {_seconds(low)} and {_seconds(high)}, got "
+            f"{_short(value)}."
+        )
+    return value if isinstance(value, timedelta) else timedelta(seconds=seconds)
+
+
+def _seconds(value: timedelta) -> str:
+    """A bound as people write it: "7 days", "1s", "1ms"."""
+    if value and value % timedelta(days=1) == timedelta(0):
+        days = value.days
+        return f"{days} day{'s' if days != 1 else ''}"
+    seconds = value.total_seconds()
+    return f"{seconds:g}s" if seconds >= 1 else f"{seconds * 1000:g}ms"
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _text(where: str, option: str, value: object, limit: int, *, empty_ok: bool) -> None:
     if not isinstance(value, str) or len(value) > limit or (not value and not empty_ok):
         raise compat.InvalidTask(
             f"{where}: {option} must be a{'' if empty_ok else ' non-empty'} string of at "
-            f"most {limit} characters, got {value!r}."
+            f"most {limit} characters, got {_short(value)}."
         )
+    problem = check_storable_text(value)
+    if problem:
+        raise compat.InvalidTask(f"{where}: {option} {_short(value)} {problem}.")
 
 
 def _exception_classes(where: str, value: object) -> tuple[type[BaseException] | str, ...]:
@@ -400,8 +443,27 @@ def _parse(func: object, option: str, values: object) -> CanonicalResources:
         raise compat.InvalidTask(f"Task {_describe(func)}: {option}: {exc}") from exc
 
 
+def _check_custom_keys(func: object, option: str, resources: Mapping[str, int]) -> None:
+    try:
+        check_custom_key_count(resources)
+    except InvalidResources as exc:
+        raise compat.InvalidTask(f"Task {_describe(func)}: {option}: {exc}") from exc
+
+
 def _to_scope(func: object, value: object) -> Scope:
     try:
-        return as_scope(value)
+        scope = as_scope(value)
     except ValueError as exc:
         raise compat.InvalidTask(f"Task {_describe(func)}: {exc}") from exc
+    for label, text in (("app_id", scope.app_id), ("org_id", scope.org_id)):
+        if len(text) > limits.SCOPE_MAX:
+            raise compat.InvalidTask(
+                f"Task {_describe(func)}: scope {label} is longer than {limits.SCOPE_MAX} "
+                f"characters: {text[:20]!r}..."
+            )
+        problem = check_storable_text(text)
+        if problem:
+            raise compat.InvalidTask(
+                f"Task {_describe(func)}: scope {label} {_short(text)} {problem}."
+            )
+    return scope

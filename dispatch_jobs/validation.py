@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -17,17 +16,21 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings as django_settings
 from django.utils import timezone
 
-from . import compat
+from . import compat, limits
 from .conf import settings
 from .resources import ResourceSet, fits
 from .scope import Scope
+from .storable import Unstorable, check_storable_text, locate_unstorable
 
 if TYPE_CHECKING:
     from .store.enqueue import EncodedJSON
 
-NAME_MAX = 255
-QUEUE_MAX = 100
-SCOPE_MAX = 100
+NAME_MAX = limits.NAME_MAX
+QUEUE_MAX = limits.QUEUE_MAX
+SCOPE_MAX = limits.SCOPE_MAX
+# The args list and kwargs dict are one level of the payload document, and the
+# payload's own dict another: what is left is each argument's.
+_ARGUMENTS_DEPTH = limits.JSON_MAX_DEPTH - 1
 
 
 class InvalidArguments(compat.InvalidTask, ValueError):
@@ -48,6 +51,7 @@ def check_task_fields(task: compat.Task) -> None:
             f"{where}: its stored name {name[:40]!r}... is longer than {NAME_MAX} characters; "
             "give it a shorter stable name= alias."
         )
+    _check_text(where, "name", name)
     priority = task.priority
     if isinstance(priority, bool) or not isinstance(priority, int | float):
         raise compat.InvalidTask(f"{where}: priority must be a whole number, got {priority!r}.")
@@ -57,11 +61,50 @@ def check_task_fields(task: compat.Task) -> None:
             f"{where}: queue_name must be a non-empty string of at most {QUEUE_MAX} "
             f"characters, got {queue!r}."
         )
+    _check_text(where, "queue_name", queue)
     run_after = task.run_after
-    if run_after is not None and not isinstance(run_after, datetime):
+    if run_after is not None:
+        if not isinstance(run_after, datetime):
+            raise compat.InvalidTask(
+                f"{where}: run_after must be a datetime, got {type(run_after).__name__} "
+                f"{run_after!r}."
+            )
+        _check_run_after(where, run_after)
+    lease_ttl = getattr(task, "lease_ttl", None)
+    if lease_ttl is not None:
+        check_lease_ttl(where, lease_ttl)
+
+
+def check_lease_ttl(where: str, lease_ttl: timedelta) -> None:
+    """A task's lease must outlive the gap between two renewals: the worker renews
+    every ``HEARTBEAT_INTERVAL``, so a shorter lease lapses between beats and the
+    job runs twice. Read at definition, ``using()`` and every enqueue."""
+    heartbeat = settings.heartbeat_interval
+    if lease_ttl <= heartbeat:
         raise compat.InvalidTask(
-            f"{where}: run_after must be a datetime, got {type(run_after).__name__} {run_after!r}."
+            f"{where}: lease_ttl ({lease_ttl.total_seconds():g}s) must be longer than "
+            f"DISPATCH_JOBS['HEARTBEAT_INTERVAL'] ({heartbeat.total_seconds():g}s), or "
+            "the lease lapses between two renewals and the job runs twice."
         )
+
+
+def _check_run_after(where: str, run_after: datetime) -> None:
+    low, high = limits.RUN_AFTER_MIN, limits.RUN_AFTER_MAX
+    if timezone.is_naive(run_after):
+        # Compared as a wall-clock time: the bounds keep a day of margin for its zone.
+        low, high = low.replace(tzinfo=None), high.replace(tzinfo=None)
+    if not low <= run_after <= high:
+        raise compat.InvalidTask(
+            f"{where}: run_after {run_after.isoformat()} is outside "
+            f"{limits.RUN_AFTER_MIN.date()}..{limits.RUN_AFTER_MAX.date()} (UTC), the "
+            "range every supported database can store."
+        )
+
+
+def _check_text(where: str, field: str, value: str) -> None:
+    problem = check_storable_text(value)
+    if problem:
+        raise compat.InvalidTask(f"{where}: {field} {value[:40]!r} {problem}.")
 
 
 def check_arguments(
@@ -84,21 +127,62 @@ def encode_arguments(
 ) -> EncodedJSON:
     """``check_arguments``, returning the payload with the encoding the cap
     measured: enqueue writes that text, so a payload is encoded once."""
-    for index, value in enumerate(args):
-        _check_json(task, f"args[{index}]", value)
-    for key, value in kwargs.items():
-        _check_json(task, f"kwargs[{key!r}]", value)
-    _check_binding(task, args, kwargs)
     cap = settings.max_payload_bytes if max_payload_bytes is None else max_payload_bytes
+    # Every value encodes to at least a byte: more values than the cap has bytes
+    # is over it, whatever they are (and a walk of shared sub-lists stops there).
+    for root, values in (("args", args), ("kwargs", kwargs)):
+        found = locate_unstorable(
+            values, max_depth=_ARGUMENTS_DEPTH, root=root, max_items=cap, json_only=True
+        )
+        if found:
+            found = _per_argument(root, values, cap) or found
+            raise InvalidArguments(
+                f"Task {task.module_path}: argument {found.sentence()}. "
+                "Pass JSON values only (str, int, float, bool, None, list, dict with str "
+                "keys), with no NUL character or surrogate in any string."
+            )
+    _check_binding(task, args, kwargs)
     return _check_size(task, args, kwargs, cap)
 
 
+def _per_argument(
+    root: str, values: Sequence[Any] | Mapping[str, Any], max_items: int
+) -> Unstorable | None:
+    """The first unstorable argument, described by itself: its depth counted from
+    the argument (``ARGUMENT_MAX_DEPTH``), not from the args list around it. None
+    when the problem is not inside one argument (a kwarg's name, the count)."""
+    pairs = values.items() if isinstance(values, Mapping) else enumerate(values)
+    for key, value in pairs:
+        found = locate_unstorable(
+            value,
+            max_depth=limits.ARGUMENT_MAX_DEPTH,
+            root=f"{root}[{key!r}]",
+            max_items=max_items,
+            json_only=True,
+        )
+        if found:
+            return found
+    return None
+
+
 def check_scope(task: compat.Task, scope: Scope) -> None:
+    """The scope's ids fit their columns: strings of at most ``SCOPE_MAX``
+    characters, storable as text."""
     for label, value in (("app_id", scope.app_id), ("org_id", scope.org_id)):
+        if not isinstance(value, str):
+            raise compat.InvalidTask(
+                f"Task {task.module_path}: scope {label} must be a str, got "
+                f"{type(value).__name__} {value!r}."
+            )
         if len(value) > SCOPE_MAX:
             raise compat.InvalidTask(
                 f"Task {task.module_path}: scope {label} is longer than {SCOPE_MAX} "
                 f"characters: {value[:20]!r}..."
+            )
+        problem = check_storable_text(value)
+        if problem:
+            raise compat.InvalidTask(
+                f"Task {task.module_path}: scope {label} {value[:40]!r} {problem}."
             )
 
 
@@ -134,40 +218,6 @@ def live_window() -> timedelta:
     """How recently a worker must have been seen to count as live: the same window
     after which maintenance removes its row (``WORKER_STALE_AFTER``)."""
     return settings.worker_stale_after
-
-
-def _check_json(task: compat.Task, where: str, value: object) -> None:
-    problem = _json_problem(value, where)
-    if problem:
-        path, culprit, reason = problem
-        raise InvalidArguments(
-            f"Task {task.module_path}: argument {path} is {type(culprit).__name__} "
-            f"{_short(culprit)}, which {reason}. Pass JSON values only (str, int, float, "
-            "bool, None, list, dict with str keys)."
-        )
-
-
-def _json_problem(value: object, path: str) -> tuple[str, object, str] | None:
-    """The first value under ``value`` that does not survive a JSON round trip."""
-    if value is None or isinstance(value, bool | int | str):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else (path, value, "JSON cannot represent")
-    if isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            problem = _json_problem(item, f"{path}[{index}]")
-            if problem:
-                return problem
-        return None
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                return (f"{path} key {key!r}", key, "is not a str (JSON keys are strings)")
-            problem = _json_problem(item, f"{path}[{key!r}]")
-            if problem:
-                return problem
-        return None
-    return (path, value, "is not JSON-serialisable")
 
 
 @functools.lru_cache(maxsize=1024)

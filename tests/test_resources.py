@@ -6,6 +6,8 @@ import pytest
 
 from dispatch_jobs.exceptions import InvalidResources
 from dispatch_jobs.resources import (
+    check_custom_key_count,
+    check_quantity,
     decode_custom_keys,
     default_limits,
     encode_custom_keys,
@@ -86,3 +88,67 @@ def test_fits_matches_the_claim_rules() -> None:
     assert fits({"memory": 10}, {"memory": 10})  # <=
     assert not fits({"fpga": 1}, {"fpga-large": 1})
     assert fits({"fpga": 1, "tpu": 1}, {"fpga": 0, "nvme": 1, "tpu": 0})
+
+
+# --- bounds (dispatch_jobs.limits)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("memory", 2**80),
+        ("memory", "8Pi"),
+        ("disk", "1" * 10_000),
+        ("cpu", 10**13),
+        ("gpu", "9007199254740992m"),
+        ("fpga", 2**53),
+    ],
+)
+def test_quantity_over_the_maximum_is_refused_naming_the_key(key, value):
+    with pytest.raises(InvalidResources) as excinfo:
+        parse_quantity(key, value)
+    message = str(excinfo.value)
+    assert f"Resource {key!r}" in message
+    assert "over the maximum of 9007199254740991 (2**53 - 1)" in message
+    assert len(message) < 200  # a 10,000-digit quantity is not echoed whole
+
+
+def test_the_maximum_itself_parses():
+    assert parse_quantity("memory", 2**53 - 1) == 2**53 - 1
+    assert parse_quantity("fpga", 2**53 - 1) == 2**53 - 1
+
+
+@pytest.mark.parametrize(
+    ("key", "fragment"),
+    [
+        ("k" * 61, "at most 60 characters"),
+        ("k" * 10_000, "at most 60 characters"),
+        ("a,b", "joined by ','"),
+        ("a\x00b", "is not valid"),
+        ("Upper", "is not valid"),
+    ],
+)
+def test_custom_key_out_of_bounds(key, fragment):
+    with pytest.raises(InvalidResources) as excinfo:
+        parse_resources({key: 1})
+    assert fragment in str(excinfo.value)
+    assert len(str(excinfo.value)) < 300
+
+
+def test_custom_key_count():
+    check_custom_key_count({f"k{i}": 1 for i in range(8)} | {"memory": 1, "cpu": 1})
+    with pytest.raises(InvalidResources, match="9 custom resource keys .* at most 8"):
+        check_custom_key_count({f"k{i}": 1 for i in range(9)})
+
+
+def test_eight_longest_custom_keys_fit_the_column():
+    keys = [f"{'k' * 59}{i}" for i in range(8)]
+    assert len(encode_custom_keys(keys)) <= 500
+
+
+def test_canonical_quantity_check():
+    check_quantity("memory", 0)
+    check_quantity("memory", 2**53 - 1)
+    for amount in (-1, 2**53, True, 1.5, "1"):
+        with pytest.raises(InvalidResources, match="Resource 'memory'"):
+            check_quantity("memory", amount)

@@ -17,6 +17,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, cast
@@ -25,17 +26,26 @@ from django.db import connections, transaction
 from django.db.models import JSONField, Value
 from django.db.models.expressions import DatabaseDefault
 
+from .. import limits
 from ..conf import settings
-from ..exceptions import InvalidJob, PayloadTooLarge
+from ..exceptions import InvalidJob, InvalidResources, PayloadTooLarge
 from ..models import Job, JobState
-from ..resources import STANDARD_KEYS, custom_keys_of, encode_custom_keys
+from ..resources import (
+    STANDARD_KEYS,
+    check_custom_key_count,
+    check_quantity,
+    custom_keys_of,
+    encode_custom_keys,
+)
+from ..storable import check_storable_text, locate_unstorable
 from . import db
 
-NAME_MAX = 255
-QUEUE_MAX = 100
+NAME_MAX = limits.NAME_MAX
+QUEUE_MAX = limits.QUEUE_MAX
 # The encoding the payload cap measures: compact, non-ASCII kept as UTF-8. One
 # encoder for every call: json.dumps() with options builds a new one each time.
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+# NaN and Infinity are refused: no database's JSON column accepts them.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 # The RETURNING of insert_jobs: what a task result needs of a new row.
 NEW_ROW = ("id", "created_at")
 
@@ -99,7 +109,8 @@ def resource_columns(resources: Mapping[str, int]) -> dict[str, Any]:
 def prepare(job: Job, max_payload_bytes: int | None = None) -> Job:
     """Validate a new job and fill the columns derived from its resources.
     ``max_payload_bytes`` defaults to the setting (read once per batch by callers
-    that prepare many: a settings read costs more than the check)."""
+    that prepare many: a settings read costs more than the check). Every bound is
+    the one ``dispatch_jobs.limits`` declares, so nothing fails at INSERT."""
     cap = settings.max_payload_bytes if max_payload_bytes is None else max_payload_bytes
     if job.pk is not None:
         raise InvalidJob(f"Job {job.pk} already exists; enqueue only new jobs.")
@@ -110,26 +121,64 @@ def prepare(job: Job, max_payload_bytes: int | None = None) -> Job:
             f"Queue of {job.name!r} must be a non-empty string of at most {QUEUE_MAX} chars, "
             f"got {job.queue!r}."
         )
+    _check_texts(job)
     for name in ("priority", "max_retries"):
         value = getattr(job, name)
         if isinstance(value, bool) or not isinstance(value, int):
             raise InvalidJob(f"{name} of {job.name!r} must be an integer, got {value!r}.")
+        if not limits.INT32_MIN <= value <= limits.INT32_MAX:
+            raise InvalidJob(f"{name} of {job.name!r} does not fit a 32-bit column: {value}.")
     if job.max_retries < 0:
         raise InvalidJob(f"max_retries of {job.name!r} must be >= 0, got {job.max_retries}.")
+    _check_times(job)
+    found = locate_unstorable(job.payload, max_items=cap, root="payload", json_only=True)
+    if found:
+        raise InvalidJob(f"Payload of {job.name!r} cannot be stored: {found.sentence()}.")
     size = payload_size(job.name, job.payload)
     if size > cap:
         raise PayloadTooLarge(job.name, size, cap)
     resources = job.resources or {}
-    for key, amount in resources.items():
-        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
-            raise InvalidJob(
-                f"Resource {key!r} of {job.name!r} must be a non-negative integer in "
-                f"canonical units, got {amount!r}."
-            )
-    for attname, value in resource_columns(resources).items():
+    try:
+        for key, amount in resources.items():
+            check_quantity(key, amount)
+        check_custom_key_count(resources)
+        columns = resource_columns(resources)
+    except InvalidResources as exc:
+        raise InvalidJob(f"Resources of {job.name!r}: {exc}") from exc
+    for attname, value in columns.items():
         setattr(job, attname, value)
     job.state = JobState.PENDING
     return job
+
+
+def _check_texts(job: Job) -> None:
+    for attname in ("name", "queue", "scope_app_id", "scope_org_id", "resource_class"):
+        value = getattr(job, attname)
+        problem = check_storable_text(value) if isinstance(value, str) else None
+        if problem:
+            raise InvalidJob(f"{attname} of job {job.name!r}: {value[:40]!r} {problem}.")
+
+
+def _check_times(job: Job) -> None:
+    for attname in ("timeout", "lease_ttl"):
+        value = getattr(job, attname)
+        if value is None:
+            continue
+        low, high = limits.duration_bounds(attname)
+        if not isinstance(value, timedelta) or not low <= value <= high:
+            raise InvalidJob(
+                f"{attname} of {job.name!r} must be a timedelta from {low} to {high}, "
+                f"got {value!r}."
+            )
+    run_at = job.run_at
+    if isinstance(run_at, datetime):
+        first, last = limits.RUN_AFTER_MIN, limits.RUN_AFTER_MAX
+        if run_at.tzinfo is None:
+            first, last = first.replace(tzinfo=None), last.replace(tzinfo=None)
+        if not first <= run_at <= last:
+            raise InvalidJob(
+                f"run_at of {job.name!r} is outside {first.date()}..{last.date()}: {run_at}."
+            )
 
 
 def enqueue_job(job: Job) -> Job:
@@ -161,10 +210,23 @@ def insert_jobs(new: NewJobs, returning: tuple[str, ...] = NEW_ROW) -> list[tupl
     new = NewJobs(new.size, {**new.shared, "state": JobState.PENDING}, new.own)
     alias = db.alias()
     if connections[alias].vendor == "postgresql":
-        # One statement is atomic on its own: no transaction of ours needed.
+        # One statement is atomic on its own: no transaction of ours needed (and,
+        # inside the caller's, the statement brings its own savepoint).
         return _insert_postgresql(alias, new, returning)
-    saved = _save(alias, _orm_jobs(new), many=new.size > 1)
+    with _savepoint(alias):
+        saved = _save(alias, _orm_jobs(new), many=new.size > 1)
     return [tuple(getattr(job, attname) for attname in returning) for job in saved]
+
+
+def _savepoint(alias: str) -> AbstractContextManager[object]:
+    """Inside the caller's transaction, a savepoint around the ORM's INSERT:
+    should the database still refuse a row that validation let through, the error
+    reaches the caller and their transaction stays usable (the ORM marks the whole
+    atomic block for rollback when a save fails in it). In autocommit the INSERT is
+    its own transaction and needs none."""
+    if connections[alias].in_atomic_block:
+        return transaction.atomic(using=alias)
+    return nullcontext()
 
 
 def _persist(alias: str, jobs: list[Job], *, many: bool) -> list[Job]:
@@ -309,8 +371,12 @@ def _insert_postgresql(
         params[attname] = _array(attname in table.json, values)
     if not own and new.size > 1:
         params[_COUNT] = new.size
-    with connections[alias].cursor() as cursor:
-        cursor.execute(sql, params)
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        if connection.in_atomic_block and _binds_client_side(connection):
+            _execute_in_savepoint(cursor, sql, params)
+        else:
+            cursor.execute(sql, params)
         rows = cursor.fetchall()
     # Ids are drawn in row order (the SELECT is ordered by input position), so
     # sorted ids map back onto the input order.
@@ -319,6 +385,32 @@ def _insert_postgresql(
         width = len(returning)
         return [row[:width] for row in rows]
     return rows
+
+
+# The savepoint an INSERT in the caller's transaction runs in (see below).
+_SAVEPOINT = "dispatch_jobs_enqueue"
+
+
+def _binds_client_side(connection: Any) -> bool:
+    """Whether the connection's cursors bind parameters client-side (Django's
+    default for psycopg 3), which lets one execute() carry several statements."""
+    return not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
+
+
+def _execute_in_savepoint(cursor: Any, sql: str, params: Mapping[str, Any]) -> None:
+    """Run the INSERT inside a savepoint of the caller's transaction, in the same
+    round trip: should PostgreSQL still refuse a row that validation let through,
+    the error reaches the caller and their transaction is rolled back to before
+    the INSERT instead of being aborted (where every later query would fail).
+    On success the cursor is left on the INSERT's rows."""
+    try:
+        cursor.execute(f"SAVEPOINT {_SAVEPOINT}; {sql}; RELEASE SAVEPOINT {_SAVEPOINT}", params)
+    except Exception:
+        # The INSERT's error is the one to report, whatever the clean-up meets.
+        with suppress(Exception):
+            cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}")
+        raise
+    cursor.nextset()  # past the SAVEPOINT's empty result, onto the INSERT's rows
 
 
 def _statement(

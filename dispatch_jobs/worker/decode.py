@@ -13,11 +13,11 @@ from datetime import timedelta
 from typing import Any
 
 from ..exceptions import Permanent
+from ..limits import LEASE_TTL_MAX
 from ..models import Job
 
-# The longest lease a worker renews: database-now plus it must be representable
-# on every database, and a longer liveness window is no liveness window at all.
-MAX_LEASE_TTL = timedelta(days=7)
+# The longest lease a worker renews: the bound enqueue enforces (limits.py).
+MAX_LEASE_TTL = LEASE_TTL_MAX
 
 
 def lease_ttl_of(job: Job, default: timedelta) -> timedelta:

@@ -26,6 +26,7 @@ from ..compat import (
     task_started,
 )
 from ..exceptions import Permanent
+from ..limits import RETURN_VALUE_MAX_BYTES
 from ..models import Job
 from ..names import TaskNotFound, load_task
 from ..scope import scope
@@ -46,7 +47,7 @@ from .results import backend_class, has_effect, task_result
 EXECUTOR_NAME = "in-process"
 # The most a return value may take encoded (JSON), and how much of an error's
 # message and traceback is kept: an outcome must stay a row any database takes.
-MAX_RETURN_BYTES = 1024 * 1024
+MAX_RETURN_BYTES = RETURN_VALUE_MAX_BYTES
 MAX_MESSAGE_CHARS = 10_000
 MAX_TRACEBACK_CHARS = 50_000
 logger = logging.getLogger("dispatch_jobs.worker")

@@ -56,7 +56,7 @@ class Heartbeat:
 
     def _run(self) -> None:
         try:
-            while not self.stop.wait(self.config.heartbeat.total_seconds()):
+            while not self.stop.wait(self.interval()):
                 try:
                     self.beat()
                 except Exception:  # noqa: BLE001 - the next beat must still happen
@@ -64,6 +64,13 @@ class Heartbeat:
                     reset_connection()
         finally:
             connections.close_all()
+
+    def interval(self) -> float:
+        """The configured beat, or faster when a held job's own lease is short: a
+        lease must be renewed well inside its TTL, whatever ``--heartbeat`` says."""
+        beat = self.config.heartbeat.total_seconds()
+        shortest = min((held.ttl.total_seconds() for held in self.inflight), default=beat * 3)
+        return max(min(beat, shortest / 3), 0.05)
 
     def beat(self) -> None:
         self.enforce_timeouts()

@@ -21,6 +21,7 @@ from dispatch_jobs.scope import scope
 from dispatch_jobs.validation import Unschedulable
 from tests.backend.typed import dispatch_task
 from tests.jobs import tasks
+from tests.store.support import statements
 
 # Typed as our DispatchTask, for what Django's Task type does not know: ``using(scope=...)``,
 # ``enqueue_on_commit()``, ``enqueue_many()``. Calls that must type-check stay on ``tasks.add``.
@@ -262,7 +263,7 @@ def test_enqueue_many_is_one_insert():
     calls: list[tuple[tuple[int, int], dict[str, Any]]] = [((i, i + 1), {}) for i in range(50)]
     with CaptureQueriesContext(connection) as queries:
         results = add_task.using(priority=3).enqueue_many(calls)
-    inserts = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("INSERT")]
+    inserts = statements(queries, "INSERT")
     if connection.vendor == "sqlite" and django.VERSION < (6, 0):
         # Django 5.2 caps a SQLite statement at 999 parameters (6.0 reads SQLite's own
         # limit), so its bulk_create splits 50 rows into a few INSERTs, each as full as

@@ -74,7 +74,7 @@ VARIANTS: list[tuple[str, Callable[[], Any], Calls, Callable[[], AbstractContext
     ("scope option", lambda: add.using(scope=("app-9", "org-1")), [((1, 2), {})], nullcontext),
     ("scope context", lambda: add, [((1, 2), {}), ((3, 4), {})], lambda: scope("app-1", "org-2")),
     ("run_after", lambda: add.using(run_after=LATER), [((1, 2), {}), ((3, 4), {})], nullcontext),
-    ("lease_ttl", lambda: add.using(lease_ttl=timedelta(seconds=7)), [((1, 2), {})], nullcontext),
+    ("lease_ttl", lambda: add.using(lease_ttl=timedelta(seconds=17)), [((1, 2), {})], nullcontext),
     ("context", lambda: dispatch_task(tasks.attempt_number), [(("x",), {}), ((), {})], nullcontext),
     ("queued task", lambda: dispatch_task(tasks.send_email), [(("a@b.c",), {})], nullcontext),
     ("plain Django task", _plain_task, [((1, 2), {}), ((3, 4), {})], nullcontext),
@@ -212,6 +212,9 @@ def test_enqueue_many_of_nothing_writes_nothing() -> None:
 
 
 def test_postgresql_enqueue_is_one_statement() -> None:
+    """One round trip per enqueue. The test runs in a transaction, as a caller's
+    enqueue often does: there the INSERT carries its own savepoint, in the same
+    round trip; in autocommit it is the INSERT alone."""
     if connection.vendor != "postgresql":
         pytest.skip(f"{connection.vendor} enqueues through the ORM")
     with CaptureQueriesContext(connection) as queries:
@@ -219,7 +222,10 @@ def test_postgresql_enqueue_is_one_statement() -> None:
         add.enqueue_many([((i, i), {}) for i in range(3)])
         add.using(priority=5, queue_name="high").enqueue(3, 4)
     sqls = [q["sql"] for q in queries.captured_queries]
-    assert len(sqls) == 3 and all(s.startswith("INSERT") and "pg_notify" in s for s in sqls)
+    assert len(sqls) == 3
+    for sql in sqls:
+        assert sql.startswith("SAVEPOINT dispatch_jobs_enqueue; INSERT"), sql
+        assert "pg_notify" in sql and sql.endswith("RELEASE SAVEPOINT dispatch_jobs_enqueue")
 
 
 def test_the_backend_takes_calls_from_an_iterator() -> None:

@@ -107,8 +107,8 @@ def test_our_decorator_refuses_run_after_like_djangos():
     ("options", "message"),
     [
         ({"max_retry": 5}, "unknown option 'max_retry'"),
-        ({"max_retries": -1}, "max_retries must be an integer >= 0, got -1"),
-        ({"max_retries": "3"}, "max_retries must be an integer >= 0, got '3'"),
+        ({"max_retries": -1}, "max_retries must be an integer from 0 to 1000, got -1"),
+        ({"max_retries": "3"}, "max_retries must be an integer from 0 to 1000, got '3'"),
         ({"timeout": timedelta(0)}, "timeout must be a positive timedelta"),
         ({"lease_ttl": "30s"}, "lease_ttl must be a positive timedelta"),
         ({"resources": {"memory": "2GB"}}, "resources: Resource 'memory': unknown unit 'GB'"),

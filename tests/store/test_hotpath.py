@@ -17,7 +17,7 @@ from django.db import DatabaseError, connection, transaction
 from dispatch_jobs import store
 from dispatch_jobs.models import Job, JobState
 from tests.factories import JobFactory
-from tests.store.support import capture, claim, db_now
+from tests.store.support import capture, claim, db_now, unwrapped
 
 pytestmark = pytest.mark.django_db
 
@@ -117,7 +117,7 @@ def test_postgresql_enqueue_and_claim_are_one_statement_each() -> None:
         store.enqueue_jobs([Job(name=NAME, payload={"args": [i]}) for i in range(5)])
         store.enqueue_job(Job(name=NAME))
         claimed = claim(limit=10, worker_id="w", lease_ttl=timedelta(seconds=30))
-    sqls = [q["sql"] for q in ctx.captured_queries]
+    sqls = [unwrapped(q["sql"]) for q in ctx.captured_queries]
     assert len(sqls) == 3, sqls
     assert sqls[0].startswith("INSERT") and sqls[1].startswith("INSERT")
     assert "pg_notify" in sqls[0] and "pg_notify" in sqls[1]
