@@ -1,5 +1,8 @@
 """dispatch_jobs: a durable, database-backed background job engine for Django."""
 
+# The one version source: pyproject.toml reads it (setuptools' dynamic version).
+__version__ = "0.1.0"
+
 from .exceptions import (
     DispatchJobsError,
     InvalidCursor,

@@ -1,8 +1,9 @@
 """A job definition: a ``django.tasks`` Task carrying the seed's ``Options``.
 
 ``DispatchTask`` is the backend's ``task_class``. Define jobs with ``@dispatch_jobs.task``
-(works the same on Django 6.0 and 6.1) or, on Django 6.1, with ``@django.tasks.task``,
-which forwards extra keyword arguments to the backend's ``task_class``::
+(works the same on Django 5.2, 6.0 and 6.1) or, on Django 6.1, with ``@django.tasks.task``
+(on 5.2, the backport's ``@django_tasks.task``), which forwards extra keyword arguments to
+the backend's ``task_class``::
 
     @task(max_retries=5, timeout=timedelta(minutes=1), resources={"memory": "2Gi"})
     def resize(image_id: int) -> None: ...
@@ -267,7 +268,8 @@ def task(
 ) -> Any:
     """Define a job: ``django.tasks.task`` plus the dispatch_jobs options.
 
-    Behaves the same on Django 6.0 (whose decorator takes no extra options) and 6.1.
+    Behaves the same on Django 6.0 (whose decorator takes no extra options), 6.1 and
+    5.2 with the backport.
     Use as ``@task`` or ``@task(max_retries=5, name="send-email")``.
     """
     if "run_after" in options:

@@ -4,14 +4,19 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
+# PYTHON_SERIES=3.12 insists on that minor version (CI runs Django 5.2 on the oldest
+# supported Python, the rest on the newest found).
 find_python() {
-    local candidate
+    local candidate check='sys.version_info >= (3, 12)'
+    if [ -n "${PYTHON_SERIES:-}" ]; then
+        check="'%d.%d' % sys.version_info[:2] == '${PYTHON_SERIES}'"
+    fi
     for candidate in "${PYTHON:-}" python3.13 python3.12 python3 \
         "$HOME"/.pyenv/versions/3.13*/bin/python3 "$HOME"/.pyenv/versions/3.12*/bin/python3 \
         /usr/local/bin/python3.13 /usr/local/bin/python3.12 /usr/bin/python3.13 /usr/bin/python3.12; do
         [ -n "$candidate" ] || continue
         command -v "$candidate" >/dev/null 2>&1 || [ -x "$candidate" ] || continue
-        if "$candidate" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+        if "$candidate" -c "import sys; sys.exit(0 if $check else 1)" 2>/dev/null; then
             echo "$candidate"
             return 0
         fi
@@ -44,12 +49,14 @@ need_chromium() {
 }
 
 # DJANGO_SERIES=6.0 scripts/test.sh runs the suite against Django 6.0 in its own
-# virtualenv (.venv-django6.0); unset, the newest supported Django in .venv.
+# virtualenv (.venv-django6.0); DJANGO_SERIES=5.2 against Django 5.2 LTS plus the
+# django-tasks backport (the [django52] extra); unset, the newest supported Django in .venv.
+# PYTHON_SERIES=3.12 picks the interpreter too (.venv-django5.2-py3.12).
 ensure_venv() {
     local py stamp want venv
-    venv=".venv${DJANGO_SERIES:+-django$DJANGO_SERIES}"
+    venv=".venv${DJANGO_SERIES:+-django$DJANGO_SERIES}${PYTHON_SERIES:+-py$PYTHON_SERIES}"
     if ! py="$(find_python)"; then
-        echo "dispatch_jobs needs Python 3.12 or newer; none found (set PYTHON=/path/to/python3.12)." >&2
+        echo "dispatch_jobs needs Python ${PYTHON_SERIES:-3.12 or newer}; none found (set PYTHON=/path/to/python3.12)." >&2
         exit 1
     fi
     need_mysql_headers
@@ -64,9 +71,11 @@ ensure_venv() {
     # Reinstall (in place) whenever pyproject.toml changed since the last install.
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         echo "installing dispatch_jobs and its test tools into $venv ..." >&2
-        local django_pin=()
+        local django_pin=() extras="dev"
         [ -n "${DJANGO_SERIES:-}" ] && django_pin=("Django~=${DJANGO_SERIES}.0")
-        if ! "$venv/bin/python" -m pip install -q -e ".[dev]" "${django_pin[@]}" >"$venv/pip.log" 2>&1; then
+        # Before 6.0, django.tasks comes from the backport.
+        case "${DJANGO_SERIES:-}" in 5.*) extras="dev,django52" ;; esac
+        if ! "$venv/bin/python" -m pip install -q -e ".[$extras]" "${django_pin[@]}" >"$venv/pip.log" 2>&1; then
             grep -v '^WARNING: Location' "$venv/pip.log" >&2
             echo "installing into $venv failed (log above)" >&2
             exit 1

@@ -6,7 +6,7 @@
 # Extra arguments go to pytest (scripts/test.sh -k claim).
 source "$(dirname "${BASH_SOURCE[0]}")/_env.sh"
 ensure_venv
-echo "== dispatch_jobs tests on ${DATABASE_URL:-sqlite (default)}"
+echo "== dispatch_jobs tests on ${DATABASE_URL:-sqlite (default)}, Django $(python -c 'import django; print(django.get_version())')"
 set +e
 python -m pytest "$@"
 status=$?

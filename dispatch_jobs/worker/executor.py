@@ -17,9 +17,14 @@ from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
-from django.utils.json import normalize_json
 
-from ..compat import log_task_finished, log_task_started, task_finished, task_started
+from ..compat import (
+    log_task_finished,
+    log_task_started,
+    normalize_json,
+    task_finished,
+    task_started,
+)
 from ..exceptions import Permanent
 from ..limits import RETURN_VALUE_MAX_BYTES
 from ..models import Job

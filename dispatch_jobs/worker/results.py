@@ -9,7 +9,7 @@ from typing import Any
 
 from django.dispatch import Signal
 
-from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TaskResult, task_backends
+from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TASKS_LOGGER_NAME, TaskResult, task_backends
 from ..models import Job
 from ..results import job_to_result
 
@@ -31,7 +31,7 @@ def backend_class(task: Any) -> type:
 def has_effect(signal: Signal, logging_receiver: object) -> bool:
     """Whether sending ``signal`` could do anything: False only when its one
     receiver is ``logging_receiver`` (Django's own, which logs each task on the
-    ``django.tasks`` logger at INFO) and that logger drops INFO records.
+    tasks logger, ``django.tasks``, at INFO) and that logger drops INFO records.
 
     Building the ``TaskResult`` a send carries costs more than running a no-op
     job, and the worker sends two per job; when nobody would see them, it skips
@@ -50,4 +50,4 @@ def has_effect(signal: Signal, logging_receiver: object) -> bool:
     return receiver is not logging_receiver or _TASKS_LOGGER.isEnabledFor(logging.INFO)
 
 
-_TASKS_LOGGER = logging.getLogger("django.tasks")
+_TASKS_LOGGER = logging.getLogger(TASKS_LOGGER_NAME)

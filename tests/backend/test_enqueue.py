@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import django
 import pytest
 from asgiref.sync import async_to_sync
 from django.db import connection, transaction
@@ -262,7 +264,14 @@ def test_enqueue_many_is_one_insert():
     with CaptureQueriesContext(connection) as queries:
         results = add_task.using(priority=3).enqueue_many(calls)
     inserts = statements(queries, "INSERT")
-    assert len(inserts) == 1
+    if connection.vendor == "sqlite" and django.VERSION < (6, 0):
+        # Django 5.2 caps a SQLite statement at 999 parameters (6.0 reads SQLite's own
+        # limit), so its bulk_create splits 50 rows into a few INSERTs, each as full as
+        # the cap allows, all inside one transaction.
+        most = math.ceil(50 * len(Job._meta.concrete_fields) / 999)
+        assert 1 < len(inserts) <= most
+    else:
+        assert len(inserts) == 1
     assert len(results) == 50 and len({r.id for r in results}) == 50
     jobs = list(Job.objects.order_by("id"))
     assert [j.args for j in jobs] == [[i, i + 1] for i in range(50)]

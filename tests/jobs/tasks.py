@@ -7,8 +7,7 @@ import signal as _signal
 import time as _time
 from pathlib import Path as _Path
 
-from django.tasks import task as _task
-
+from dispatch_jobs.compat import task as _task
 from dispatch_jobs.exceptions import Permanent as _Permanent
 from dispatch_jobs.scope import current_scope as _current_scope
 

@@ -8,13 +8,14 @@ from collections.abc import Iterator
 import pytest
 from django.core.management import call_command
 
+from dispatch_jobs.compat import TASKS_LOGGER_NAME
 from dispatch_jobs.models import Job, JobState
 from tests.jobs import tasks
 from tests.worker.support import enqueue
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-LOGGERS = ("dispatch_jobs", "django.tasks")
+LOGGERS = ("dispatch_jobs", TASKS_LOGGER_NAME)
 
 
 @pytest.fixture

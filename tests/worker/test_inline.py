@@ -9,6 +9,7 @@ import pytest
 from django.test import override_settings
 
 from dispatch_jobs.compat import (
+    TASKS_LOGGER_NAME,
     log_task_finished,
     log_task_started,
     task_backends,
@@ -201,8 +202,8 @@ def test_a_failing_task_finished_receiver_does_not_lose_the_outcome():
 
 @pytest.fixture
 def tasks_logger():
-    """Django's ``django.tasks`` logger, its level restored afterwards."""
-    logger = logging.getLogger("django.tasks")
+    """Django's ``django.tasks`` logger (the backport's on 5.2), its level restored afterwards."""
+    logger = logging.getLogger(TASKS_LOGGER_NAME)
     level = logger.level
     yield logger
     logger.setLevel(level)
@@ -210,10 +211,10 @@ def tasks_logger():
 
 def test_django_logs_each_task_when_its_logger_listens(tasks_logger, caplog):
     tasks_logger.setLevel(logging.INFO)
-    with caplog.at_level(logging.INFO, logger="django.tasks"):
+    with caplog.at_level(logging.INFO, logger=TASKS_LOGGER_NAME):
         job = enqueue(tasks.add, 1, 2)
         drain()
-    lines = [r.getMessage() for r in caplog.records if r.name == "django.tasks"]
+    lines = [r.getMessage() for r in caplog.records if r.name == TASKS_LOGGER_NAME]
     assert f"Task id={job.pk} path=tests.jobs.tasks.add state=RUNNING" in lines
     assert f"Task id={job.pk} path=tests.jobs.tasks.add state=SUCCESSFUL" in lines
 

@@ -53,7 +53,7 @@ def assert_ran_exactly_once(directory: Path, jobs: list[Job]) -> None:
 
 
 def result_of(job: Job):  # noqa: ANN201 - a TaskResult
-    from django.tasks import default_task_backend
+    from dispatch_jobs.compat import default_task_backend
 
     return default_task_backend.get_result(str(job.pk))
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from dispatch_jobs.compat import TASKS_LOGGER_NAME
 from dispatch_jobs.worker.config import WorkerConfigError, build_config
 
 VERBOSITY_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
@@ -117,7 +118,7 @@ class Command(BaseCommand):
         if verbosity == 0:
             # Quiet means quiet: Django's own task_started/task_finished receivers
             # log every job at INFO, which costs a worker at full speed dearly.
-            logging.getLogger("django.tasks").setLevel(logging.WARNING)
+            logging.getLogger(TASKS_LOGGER_NAME).setLevel(logging.WARNING)
         if not logger.handlers and not logging.getLogger().handlers:
             handler = logging.StreamHandler()  # stderr
             handler.setFormatter(
