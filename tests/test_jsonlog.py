@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from django.tasks import task
 
 from dispatch_jobs import testing
+from dispatch_jobs.compat import task
 
 STREAM = io.StringIO()
 LOGGER = "tests.jsonlog"

@@ -180,7 +180,11 @@ def test_lease_lost_cancels_the_handler_and_discards_its_outcome(workers, tmp_pa
     [returned] = store.release_leases("holder", [(job.pk, job.lease_epoch)])
     assert returned.state == JobState.PENDING
     marker = tmp_path / f"cancelled-{job.pk}"
-    wait_until(marker.exists, what="the handler observing its cancellation")
+    # The file appears before its text is written: wait for the text.
+    wait_until(
+        lambda: marker.exists() and marker.read_text().strip(),
+        what="the handler observing its cancellation",
+    )
     assert marker.read_text().strip() == "JobCancelled"
     (tmp_path / "release").touch()
     wait_until(lambda: "lease lost" in proc.log(), what="the worker logging the loss")
