@@ -119,16 +119,14 @@ def _check_database(alias: str) -> list[Any]:
             Warning(
                 f"DATABASES[{alias!r}] is SQLite without transaction_mode 'IMMEDIATE': "
                 "workers and the admin may fail with 'database is locked' under load.",
-                hint=f"Set DATABASES[{alias!r}]['OPTIONS'] = {SQLITE_OPTIONS!r} "
-                f"({SQLITE_DOCS}).",
+                hint=f"Set DATABASES[{alias!r}]['OPTIONS'] = {SQLITE_OPTIONS!r} ({SQLITE_DOCS}).",
                 id="dispatch_jobs.W002",
             )
         ]
     if "journal_mode=wal" not in str(options.get("init_command", "")).lower():
         return [
             Warning(
-                f"DATABASES[{alias!r}] is SQLite without WAL: readers block the "
-                "worker's writes.",
+                f"DATABASES[{alias!r}] is SQLite without WAL: readers block the worker's writes.",
                 hint=f"Add {SQLITE_OPTIONS['init_command']!r} to "
                 f"DATABASES[{alias!r}]['OPTIONS']['init_command'] ({SQLITE_DOCS}).",
                 id="dispatch_jobs.W001",

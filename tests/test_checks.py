@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
