@@ -260,15 +260,15 @@ def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 )
             )
     queues = get("WORKER_QUEUES")
-    if (
+    if queues is not None and (
         not isinstance(queues, list | tuple)
         or not queues
         or not all(isinstance(q, str) and 0 < len(q) <= 100 for q in queues)
     ):
         errors.append(
             Error(
-                "DISPATCH_JOBS['WORKER_QUEUES'] must be a non-empty list of queue names "
-                f"(1 to 100 characters), got {queues!r}.",
+                "DISPATCH_JOBS['WORKER_QUEUES'] must be None (the queues TASKS names) or a "
+                f"non-empty list of queue names (1 to 100 characters), got {queues!r}.",
                 id="dispatch_jobs.E032",
             )
         )

@@ -32,7 +32,7 @@ def claim_jobs(opts: ClaimOptions) -> list[Job]:
     then run_at ascending, then id.
     """
     # Both checks come before validation and before any query, as in the seed.
-    if opts.limit <= 0 or not opts.queues:
+    if opts.limit <= 0 or not (opts.queues or opts.every_queue):
         return []
     if opts.grants() and not opts.worker_id:
         raise LeaseWithoutWorker()
@@ -83,6 +83,7 @@ def _statement(alias: str, opts: ClaimOptions) -> tuple[str, tuple[Any, ...]]:
     key = (
         alias,
         tuple(opts.queues),
+        opts.every_queue,
         opts.limit,
         budget,
         tuple(opts.custom_keys),
@@ -168,10 +169,12 @@ def _eligible(opts: ClaimOptions) -> QuerySet[Job]:
     paused = QueueControl.objects.using(db.alias()).filter(paused=True).values("name")
     qs = (
         Job.objects.using(db.alias())
-        .filter(state__in=[JobState.PENDING, JobState.RETRYING], queue__in=list(opts.queues))
+        .filter(state__in=[JobState.PENDING, JobState.RETRYING])
         .filter(run_at__lte=Now())
         .exclude(queue__in=paused)
     )
+    if not opts.every_queue:
+        qs = qs.filter(queue__in=list(opts.queues))
     if opts.reserved_for is not None:
         qs = qs.filter(id=opts.reserved_for)
     aliases, fit = _fit_predicate(opts)

@@ -46,6 +46,7 @@ class Fetcher:
         budget, custom_keys = free_budget(self.config.budget, self.inflight.in_use())
         options = store.ClaimOptions(
             queues=list(self.config.queues),
+            every_queue=self.config.served.every,
             limit=limit,
             budget=budget or None,
             custom_keys=custom_keys,

@@ -55,6 +55,22 @@ def test_only_requested_queues_are_claimed() -> None:
     assert sorted(ids(claim(queues=["a", "b"]))) == sorted([a.pk, b.pk])
 
 
+def test_every_queue_claims_from_any_queue_in_claim_order() -> None:
+    low = JobFactory.create(queue="a", priority=1)
+    high = JobFactory.create(queue="zz-" + "q" * 90, priority=5)
+    mid = JobFactory.create(queue="b", priority=3)
+    assert ids(claim(queues=[], every_queue=True)) == [high.pk, mid.pk, low.pk]
+
+
+def test_every_queue_ignores_the_queue_list_and_still_skips_paused_queues() -> None:
+    mail = JobFactory.create(queue="mail")
+    other = JobFactory.create(queue="other")
+    store.pause_queue("mail")
+    assert ids(claim(queues=["nowhere"], every_queue=True)) == [other.pk]
+    store.resume_queue("mail")
+    assert ids(claim(queues=[], every_queue=True, limit=1)) == [mail.pk]
+
+
 def test_limit_truncates() -> None:
     JobFactory.create_batch_enqueued(5)
     assert len(claim(limit=3)) == 3

@@ -17,7 +17,8 @@ class Command(BaseCommand):
     help = (
         "Run a worker: claim ready jobs under fenced leases and run them. SIGTERM or "
         "SIGINT drains gracefully (a second signal hands running jobs back at once). "
-        "Defaults come from settings.DISPATCH_JOBS."
+        "Without --queue it serves every queue your TASKS setting lets jobs into; "
+        "other defaults come from settings.DISPATCH_JOBS (docs/worker.md)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -26,8 +27,11 @@ class Command(BaseCommand):
             action="append",
             dest="queues",
             metavar="NAME",
-            help="A queue to claim from (repeatable, or comma-separated). "
-            "Default: DISPATCH_JOBS['WORKER_QUEUES'].",
+            help="A queue to claim from (repeatable, or comma-separated). Default: "
+            "every queue named in the QUEUES of your dispatch_jobs backends in "
+            "settings.TASKS (['default'] when QUEUES is not set; every queue when it "
+            "is []), unless DISPATCH_JOBS['WORKER_QUEUES'] lists them. The queues "
+            "served are logged at start.",
         )
         parser.add_argument(
             "--concurrency", metavar="N", help="Jobs run at once (threads). Default 4."
