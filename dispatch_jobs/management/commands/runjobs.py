@@ -3,14 +3,17 @@ arguments, then hand over to ``dispatch_jobs.worker.pool.Pool``."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from dispatch_jobs.worker.config import WorkerConfigError, build_config
+from dispatch_jobs.worker.verbosity import configure_logging
 
-VERBOSITY_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
+VERBOSITY_HELP = (
+    "0: the worker's warnings only; 1 (default): one line per finished job; "
+    "2: also tracebacks, claim batches and Django's task_started/task_finished lines."
+)
 
 
 class Command(BaseCommand):
@@ -20,6 +23,13 @@ class Command(BaseCommand):
         "Without --queue it serves every queue your TASKS setting lets jobs into; "
         "other defaults come from settings.DISPATCH_JOBS (docs/worker.md)."
     )
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        for action in parser._actions:
+            if action.dest == "verbosity":
+                action.help = VERBOSITY_HELP
+        return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -96,7 +106,7 @@ class Command(BaseCommand):
             config = build_config(options)
         except WorkerConfigError as exc:
             raise CommandError(str(exc)) from exc
-        self._configure_logging(int(options.get("verbosity", 1)))
+        configure_logging(int(options.get("verbosity", 1)))
         from dispatch_jobs.worker.pool import Pool
 
         pool = Pool(config)
@@ -105,18 +115,3 @@ class Command(BaseCommand):
             pool.run()
         finally:
             pool.shutdown.restore()
-
-    def _configure_logging(self, verbosity: int) -> None:
-        """Make the worker's logs visible unless the project configured them."""
-        logger = logging.getLogger("dispatch_jobs")
-        logger.setLevel(VERBOSITY_LEVELS.get(verbosity, logging.DEBUG))
-        if verbosity == 0:
-            # Quiet means quiet: Django's own task_started/task_finished receivers
-            # log every job at INFO, which costs a worker at full speed dearly.
-            logging.getLogger("django.tasks").setLevel(logging.WARNING)
-        if not logger.handlers and not logging.getLogger().handlers:
-            handler = logging.StreamHandler()  # stderr
-            handler.setFormatter(
-                logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-            )
-            logger.addHandler(handler)
