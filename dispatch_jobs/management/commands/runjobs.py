@@ -106,6 +106,15 @@ class Command(BaseCommand):
             config = build_config(options)
         except WorkerConfigError as exc:
             raise CommandError(str(exc)) from exc
+        from dispatch_jobs.conf import settings
+        from dispatch_jobs.worker.schema import unapplied_migrations
+
+        missing = unapplied_migrations(settings.database)
+        if missing:
+            raise CommandError(
+                f"The job tables are not migrated ({', '.join(missing)} not applied "
+                f"to database {settings.database!r}): run `python manage.py migrate` first."
+            )
         configure_logging(int(options.get("verbosity", 1)))
         from dispatch_jobs.worker.pool import Pool
 
