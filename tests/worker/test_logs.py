@@ -17,8 +17,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 # The one format: "2026-12-01 13:19:24,123 INFO dispatch_jobs.worker: ..."
 LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ [\w.]+: ")
 SUCCESSES, FAILURES, RETRIES = 4, 2, 2
-# Lines a burst prints besides its jobs' lines: start, "nothing left", stopped.
-FRAME = 3
+# Lines a burst prints besides its jobs' lines (and, on PostgreSQL, "Listening
+# for enqueue notifications").
+FRAME = (" starting: ", "Burst: nothing left that is ready.", " stopped: ")
 
 
 def burst(workers, verbosity: str) -> tuple[list[Job], str]:
@@ -49,7 +50,10 @@ def test_v1_prints_one_line_per_job_in_one_format(workers):
     jobs, log = burst(workers, "1")
     lines = log.splitlines()
     assert all(LINE.match(line) for line in lines), log
-    assert len(lines) == len(jobs) + FRAME, log
+    frame = [line for line in lines if " Job " not in line]
+    assert len(lines) == len(jobs) + len(frame), log
+    assert [kind for kind in FRAME if any(kind in line for line in frame)] == list(FRAME), log
+    assert len(frame) == len(FRAME) + ("Listening for enqueue" in log), log
     for job in jobs:
         (line,) = lines_of(job, log)
         assert job.name in line
