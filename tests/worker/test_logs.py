@@ -26,7 +26,9 @@ def burst(workers, verbosity: str) -> tuple[list[Job], str]:
     jobs = [enqueue(tasks.add, i, i) for i in range(SUCCESSES)]
     jobs += [enqueue(tasks.raise_value_error, "bad\ninput", max_retries=0) for _ in range(FAILURES)]
     jobs += [enqueue(tasks.raise_value_error, "later", max_retries=3) for _ in range(RETRIES)]
-    proc = workers("--burst", "--no-maintenance", *FAST, "-v", verbosity)
+    # --skip-checks: the system checks' own output is not the worker's (on MariaDB,
+    # Django warns that the partial indexes' conditions are ignored).
+    proc = workers("--burst", "--no-maintenance", "--skip-checks", *FAST, "-v", verbosity)
     assert proc.wait() == 0, proc.log()
     states = [Job.objects.get(pk=job.pk).state for job in jobs]
     assert states.count(JobState.COMPLETED) == SUCCESSES
