@@ -64,6 +64,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
         errors += _check_database(database)
     lease = value.get("LEASE_TTL", DEFAULTS["LEASE_TTL"])
     beat = value.get("HEARTBEAT_INTERVAL", DEFAULTS["HEARTBEAT_INTERVAL"])
+    # An error, not a warning: a lease that lapses before its renewal is reclaimed
+    # while the job still runs, and a second worker runs it again.
     if isinstance(lease, timedelta) and isinstance(beat, timedelta) and beat >= lease:
         errors.append(
             Error(

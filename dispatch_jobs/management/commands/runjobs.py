@@ -110,7 +110,9 @@ class Command(BaseCommand):
         from dispatch_jobs.worker.schema import unapplied_migrations
 
         missing = unapplied_migrations(settings.database)
-        if missing:
+        if missing is None:
+            pass  # database not answering yet: the worker waits for it, as always
+        elif missing:
             raise CommandError(
                 f"The job tables are not migrated ({', '.join(missing)} not applied "
                 f"to database {settings.database!r}): run `python manage.py migrate` first."
