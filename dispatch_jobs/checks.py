@@ -304,3 +304,86 @@ def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             )
         )
     return errors
+
+
+# --- The worker's LISTEN connection (docs/deployment.md, "PgBouncer"). Ids E070-E079
+# and W070-W079.
+@register()
+def check_listen_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    value = getattr(django_settings, "DISPATCH_JOBS", {})
+    if not isinstance(value, dict):
+        return []  # E001 already says so
+    listen = value.get("LISTEN_DATABASE", DEFAULTS["LISTEN_DATABASE"])
+    jobs = value.get("DATABASE", DEFAULTS["DATABASE"])
+    if listen in ("", None):
+        # Listening over the jobs database's own connection: fine unless that
+        # connection is a transaction-mode pooler.
+        return _check_pooled(jobs, value, listen_set=False)
+    if not isinstance(listen, str):
+        return [
+            Error(
+                "DISPATCH_JOBS['LISTEN_DATABASE'] must be the name of a DATABASES alias "
+                f"(or '' to listen over DATABASE), got {listen!r}.",
+                id="dispatch_jobs.E070",
+            )
+        ]
+    databases = django_settings.DATABASES
+    if listen not in databases:
+        return [
+            Error(
+                f"DISPATCH_JOBS['LISTEN_DATABASE'] names {listen!r}, which is not in DATABASES.",
+                hint="Add a DATABASES entry with a direct (unpooled) connection to the jobs "
+                "database, with 'TEST': {'MIRROR': '" + str(jobs) + "'}.",
+                id="dispatch_jobs.E071",
+            )
+        ]
+    if not databases[listen].get("ENGINE", "").endswith("postgresql"):
+        return [
+            Error(
+                f"DISPATCH_JOBS['LISTEN_DATABASE'] names {listen!r}, which is not a PostgreSQL "
+                "database: only PostgreSQL has LISTEN/NOTIFY.",
+                id="dispatch_jobs.E072",
+            )
+        ]
+    errors = _check_pooled(listen, value, listen_set=True)
+    jobs_name = databases.get(jobs, {}).get("NAME")
+    if jobs_name != databases[listen].get("NAME"):
+        # NOTIFY is delivered within one database: listening on another hears nothing.
+        errors.append(
+            Warning(
+                f"DATABASES[{listen!r}] (LISTEN_DATABASE) names database "
+                f"{databases[listen].get('NAME')!r}, but the jobs database {jobs!r} names "
+                f"{jobs_name!r}: notifications reach listeners of the same database only.",
+                hint="Point LISTEN_DATABASE at the jobs database itself. Silence this "
+                "warning if your pooler maps a different name onto the same database.",
+                id="dispatch_jobs.W071",
+            )
+        )
+    return errors
+
+
+def _check_pooled(alias: str, value: dict[str, Any], *, listen_set: bool) -> list[Any]:
+    """W070: the LISTEN connection looks like a transaction-mode pooler.
+
+    Django's documented setting for such poolers, DISABLE_SERVER_SIDE_CURSORS, is
+    the one sign a settings file gives of them.
+    """
+    config = django_settings.DATABASES.get(alias, {})
+    if (
+        not value.get("NOTIFY", DEFAULTS["NOTIFY"])
+        or not config.get("ENGINE", "").endswith("postgresql")
+        or not config.get("DISABLE_SERVER_SIDE_CURSORS")
+    ):
+        return []
+    which = "LISTEN_DATABASE" if listen_set else "DATABASE (LISTEN_DATABASE is unset)"
+    return [
+        Warning(
+            f"The worker LISTENs over DATABASES[{alias!r}] ({which}), which sets "
+            "DISABLE_SERVER_SIDE_CURSORS, as for a transaction-mode pooler such as "
+            "PgBouncer: LISTEN through one hears no notifications, and idle workers "
+            "wake only by polling.",
+            hint="Set DISPATCH_JOBS['LISTEN_DATABASE'] to an alias with a direct "
+            "connection to the same database, or NOTIFY = False to poll only.",
+            id="dispatch_jobs.W070",
+        )
+    ]

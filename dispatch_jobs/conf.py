@@ -27,7 +27,8 @@ DEFAULTS: dict[str, Any] = {
     # Default page size of the cursor-paged job list.
     "LIST_PAGE_SIZE": 50,
     # --- The runjobs worker (docs/worker.md). Command-line arguments override these.
-    # None: every queue the dispatch_jobs backends in TASKS accept (worker/queues.py).
+    # The queues a worker claims from (None: every queue the dispatch_jobs backends
+    # in TASKS accept, see worker/queues.py), and how many jobs it runs at once.
     "WORKER_QUEUES": None,
     "WORKER_CONCURRENCY": 4,
     # Jobs claimed ahead of free executor threads, held under lease in a local
@@ -60,6 +61,11 @@ DEFAULTS: dict[str, Any] = {
     "SUMMARY_INTERVAL": timedelta(minutes=1),
     # PostgreSQL only: wake idle workers with LISTEN/NOTIFY when jobs are enqueued.
     "NOTIFY": True,
+    # PostgreSQL: the DATABASES alias the worker LISTENs on, and only that. "" (the
+    # default) listens over DATABASE's own settings. Behind a transaction-mode pooler
+    # such as PgBouncer, where LISTEN hears nothing, name a direct connection to the
+    # same database here (docs/deployment.md). Polling stays the guarantee.
+    "LISTEN_DATABASE": "",
     # --- The admin (docs/admin.md).
     # PostgreSQL: admin list queries are cancelled after this long.
     "ADMIN_STATEMENT_TIMEOUT": timedelta(seconds=5),
@@ -206,6 +212,11 @@ class Settings:
     @property
     def notify(self) -> bool:
         return bool(self.get("NOTIFY"))
+
+    @property
+    def listen_database(self) -> str:
+        """The alias LISTEN uses: ``LISTEN_DATABASE``, else ``DATABASE``."""
+        return str(self.get("LISTEN_DATABASE") or self.database)
 
     @property
     def admin_statement_timeout(self) -> timedelta:

@@ -43,6 +43,17 @@ class LeaseWithoutWorker(DispatchJobsError):
         )
 
 
+class WorkerLost(DispatchJobsError):
+    """Recorded (never raised) in a job's attempts log: the job's lease lapsed,
+    its worker having stopped renewing it (crashed, killed, or cut off from the
+    database), and the job was taken back by reclaim."""
+
+
+class OutcomeNotStorable(DispatchJobsError):
+    """Recorded (never raised) in a job's attempts log: the database refused the
+    attempt's outcome as it was, so the attempt is recorded as this failure."""
+
+
 class InvalidCursor(DispatchJobsError):
     """A paging cursor was malformed or was not issued by this job list."""
 

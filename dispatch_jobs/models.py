@@ -20,6 +20,14 @@ class JobState(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
+class Quarantine(models.IntegerChoices):
+    """Where a job stands in poison attribution (docs/worker.md, "Failure isolation")."""
+
+    NONE = 0, "Ordinary"
+    SUSPECT = 1, "Suspect: runs alone next"  # its lease lapsed while sharing a worker
+    ALONE = 2, "Running alone"  # claimed to run with nothing beside it
+
+
 READY_STATES = (JobState.PENDING, JobState.RETRYING)
 FINISHED_STATES = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED)
 
@@ -81,6 +89,16 @@ class Job(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     lease_ttl = models.DurationField(null=True, blank=True)
     evict_count = models.IntegerField(default=0)
+    # Poison attribution (docs/worker.md, "Failure isolation"). A job whose lease
+    # lapsed may have killed its worker, or merely run beside the job that did:
+    # it becomes a suspect and runs alone on its next attempt, and only evictions
+    # while alone count towards failing it as poison.
+    quarantine = models.PositiveSmallIntegerField(
+        default=Quarantine.NONE, choices=Quarantine.choices
+    )
+    lone_evictions = models.IntegerField(
+        default=0, help_text="Evictions while running alone: the evidence of poison."
+    )
     return_value = models.JSONField(null=True, blank=True)
     replay_of = models.OneToOneField(
         "self",
@@ -116,6 +134,13 @@ class Job(models.Model):
                 fields=["lease_expires_at"],
                 name="dj_job_lease",
                 condition=Q(state="running"),
+            ),
+            # Suspects waiting to run alone (poison attribution): few rows, and
+            # only they are indexed. MariaDB gets a plain one in migration 0004.
+            models.Index(
+                fields=["queue", "run_at"],
+                name="dj_job_suspect",
+                condition=Q(quarantine=1, state__in=["pending", "retrying"]),
             ),
             # Newest-first listing under each filter (id is the cursor).
             models.Index(fields=["state", "-id"], name="dj_job_state_id"),

@@ -36,7 +36,10 @@ STATUS_BY_STATE: dict[str, compat.TaskResultStatus] = {
     "failed": compat.TaskResultStatus.FAILED,
     "cancelled": compat.TaskResultStatus.FAILED,
 }
-_COMPLETED = "completed"
+# Attempts that raised nothing: a success, or a job handed back by a draining
+# worker (an eviction that says nothing about the job). A lapsed lease IS an
+# error entry: its worker died running it, and poison is judged on those.
+_NOT_ERRORS = frozenset({"completed", "handed_back"})
 # Shown for an attempt that failed without a Python exception (a lost process).
 _UNKNOWN_EXCEPTION = {"timeout": "builtins.TimeoutError"}
 _DEFAULT_EXCEPTION = "builtins.Exception"
@@ -134,7 +137,7 @@ def job_to_result(job: Job, task: compat.Task, backend_alias: str) -> compat.Tas
         args=job.args,
         kwargs=job.kwargs,
         backend=backend_alias,
-        errors=[_error(a) for a in attempts if a.get("status") != _COMPLETED],
+        errors=[_error(a) for a in attempts if a.get("status") not in _NOT_ERRORS],
         worker_ids=worker_ids,
     )
     if status == compat.TaskResultStatus.SUCCESSFUL:

@@ -34,6 +34,16 @@ elif _db["ENGINE"].endswith("mysql"):
     _db.setdefault("OPTIONS", {})["charset"] = "utf8mb4"
     _db["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_general_ci"}
 
+# tests/worker/test_pgbouncer.py: worker processes whose default connection goes
+# through PgBouncer in transaction mode (configured as Django documents for it) and
+# whose LISTEN side, when DISPATCH_TEST_LISTEN_URL is set, goes direct.
+if env.bool("DISPATCH_TEST_POOLED", default=False):
+    _db["DISABLE_SERVER_SIDE_CURSORS"] = True
+if env.str("DISPATCH_TEST_LISTEN_URL", default=""):
+    DATABASES["listen"] = env.db("DISPATCH_TEST_LISTEN_URL")
+    DATABASES["listen"]["TEST"] = {"MIRROR": "default"}
+    DISPATCH_JOBS = {"LISTEN_DATABASE": "listen"}
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",

@@ -5,7 +5,7 @@ functions. Every comparison that decides readiness or ownership (run_at, lease
 expiry) uses the database's clock. See docs/store.md for the guarantees.
 """
 
-from .claim import claim_jobs
+from .claim import claim_jobs, suspects_waiting
 from .completion import Completion, Spent, complete_leased_jobs, purge_finished_jobs
 from .enqueue import enqueue_job, enqueue_jobs, payload_size
 from .jobs import (
@@ -53,6 +53,7 @@ __all__ = [
     "Page",
     "acquire_leadership",
     "claim_jobs",
+    "suspects_waiting",
     "complete_leased_jobs",
     "count_jobs",
     "delete_job",

@@ -9,6 +9,7 @@ that does not fit is never written and never consumes a slot of the limit.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connections, transaction
@@ -18,7 +19,7 @@ from django.db.models.functions import Now, Replace
 from django.db.models.sql import UpdateQuery
 
 from ..exceptions import LeaseWithoutWorker
-from ..models import Job, JobState, QueueControl
+from ..models import Job, JobState, Quarantine, QueueControl
 from ..resources import CUSTOM_KEY_SEPARATOR as SEP
 from ..resources import STANDARD_KEYS
 from . import db
@@ -42,6 +43,14 @@ def claim_jobs(opts: ClaimOptions) -> list[Job]:
     preferred = set(opts.preferred_hashes())
     jobs.sort(key=lambda j: (-j.priority, j.primary_input_hash not in preferred, j.run_at, j.id))
     return jobs
+
+
+def suspects_waiting(queues: Sequence[str]) -> bool:
+    """Whether a suspect (``Quarantine.SUSPECT``: a job to run alone) is ready in
+    ``queues``. Served by the small ``dj_job_suspect`` index: cheap at any size."""
+    if not queues:
+        return False
+    return _eligible(ClaimOptions(queues=list(queues), limit=1, suspects="only")).exists()
 
 
 # Databases with UPDATE ... RETURNING: the claim is one statement. MariaDB has
@@ -91,6 +100,8 @@ def _statement(alias: str, opts: ClaimOptions) -> tuple[str, tuple[Any, ...]]:
         opts.reserved_for,
         opts.worker_id,
         opts.lease_ttl,
+        opts.suspects,
+        opts.alone,
     )
     found = _STATEMENTS.get(key)
     if found is None:
@@ -177,6 +188,10 @@ def _eligible(opts: ClaimOptions) -> QuerySet[Job]:
         qs = qs.filter(queue__in=list(opts.queues))
     if opts.reserved_for is not None:
         qs = qs.filter(id=opts.reserved_for)
+    if opts.suspects == "exclude":
+        qs = qs.exclude(quarantine=Quarantine.SUSPECT)
+    elif opts.suspects == "only":
+        qs = qs.filter(quarantine=Quarantine.SUSPECT)
     aliases, fit = _fit_predicate(opts)
     qs = qs.alias(**aliases).filter(fit)
     order: list = [F("priority").desc()]
@@ -228,6 +243,8 @@ def _claim_changes(opts: ClaimOptions) -> dict[str, object]:
         "started_at": Now(),
         "updated_at": Now(),
     }
+    if opts.alone:
+        changes["quarantine"] = Quarantine.ALONE
     if opts.grants():
         assert opts.lease_ttl is not None
         changes.update(

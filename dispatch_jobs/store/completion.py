@@ -11,10 +11,12 @@ make a retry run early or late.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -136,8 +138,13 @@ def _complete_in_one_statement(worker_id: str, ordered: Sequence[Completion]) ->
     sql = _BATCH_SQL.get(connection.alias) or _BATCH_SQL.setdefault(
         connection.alias, _batch_sql(connection)
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [ids, rows, worker_id, str(JobState.RUNNING), worker_id])
+    params: list[Any] = [ids, rows, worker_id, str(JobState.RUNNING), worker_id]
+    # In autocommit the one statement is atomic on its own. Inside a caller's
+    # transaction it gets a savepoint, so a refused batch can be split and
+    # written apart without aborting the caller's transaction.
+    guard = transaction.atomic(using=connection.alias) if connection.in_atomic_block else None
+    with guard or contextlib.nullcontext(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
         written = {row[0] for row in cursor.fetchall()}
     return set(ids) - written
 
@@ -147,7 +154,14 @@ def _complete_in_one_statement(worker_id: str, ordered: Sequence[Completion]) ->
 # and retention, which come from the database's clock (``completed_at`` when the
 # job finishes, ``run_at`` when it will retry). Nothing else is sent: the rest
 # of the row is as claimed.
-OUTCOME_COLUMNS = ("state", "retry_count", "last_error", "attempts", "return_value")
+OUTCOME_COLUMNS = (
+    "state",
+    "retry_count",
+    "last_error",
+    "attempts",
+    "return_value",
+    "quarantine",  # an outcome written clears suspicion: the job did not kill its worker
+)
 
 
 # The batch statement by database alias: built once, the same text every batch.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import connections, models
+from django.db import DataError, IntegrityError, OperationalError, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.db.models import Value
@@ -75,3 +75,21 @@ def use_utc_session(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any)
 
 
 connection_created.connect(use_utc_session, dispatch_uid="dispatch_jobs.store.db.utc")
+
+
+# MySQL/MariaDB error codes that refuse a statement for what it carries, though
+# the driver raises some as OperationalError: incorrect string value, data too
+# long, out of range, incorrect datetime, datetime overflow, truncated, invalid JSON, NULL in a NOT
+# NULL column, a failed CHECK constraint, a packet over max_allowed_packet.
+_MYSQL_REFUSALS = frozenset({1048, 1153, 1264, 1265, 1292, 1366, 1406, 1441, 3140, 4025})
+
+
+def refused_by_content(exc: BaseException) -> bool:
+    """True when the database (or its driver) refused a statement because of the
+    values it carries: retrying the same values cannot help, but the same rows
+    written apart, or other values, can. Anything else (a dropped connection, a
+    lock timeout, a deadlock) says nothing about the values."""
+    if isinstance(exc, (DataError, IntegrityError, UnicodeError, ValueError, TypeError)):
+        return True
+    code = exc.args[0] if exc.args else None
+    return isinstance(exc, OperationalError) and code in _MYSQL_REFUSALS

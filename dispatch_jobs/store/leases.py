@@ -9,15 +9,16 @@ and eviction (``reclaim_expired_leases`` and the drain's ``release_leases``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Coalesce, Now
 
+from ..attempts import attempt_list
 from ..conf import settings
 from ..exceptions import JobNotFound, LeaseLost
-from ..models import Job, JobState
+from ..models import Job, JobState, Quarantine
 from . import db
 
 LEASE_COLUMNS = frozenset({"worker_id", "lease_expires_at", "lease_epoch", "heartbeat_at"})
@@ -46,25 +47,45 @@ def renew_lease(job_id: int, worker_id: str, epoch: int, ttl: timedelta) -> None
 
 def renew_leases(worker_id: str, leases: Iterable[tuple[int, int, timedelta]]) -> set[int]:
     """Renew many leases ``(job_id, epoch, ttl)`` held by one worker, one UPDATE
-    per distinct ttl. Returns the ids whose lease was lost (not renewed)."""
+    per distinct ttl. Returns the ids whose lease was lost (not renewed).
+
+    Renewal never waits on one row: a row whose lock is held elsewhere (an
+    operator's session, a long transaction) is skipped, neither renewed nor
+    lost, and tried again at the next beat, while every other lease is renewed
+    on time. Each ttl's UPDATE has its own savepoint: one the database refuses
+    (an expiry it cannot represent) leaves its rows for the next beat and the
+    other groups renewed."""
     by_ttl: dict[timedelta, list[tuple[int, int]]] = {}
     for job_id, epoch, ttl in leases:
         by_ttl.setdefault(ttl, []).append((job_id, epoch))
     lost: set[int] = set()
     with transaction.atomic(using=db.alias()):
         for ttl, held in by_ttl.items():
-            kept = _lock_held(worker_id, held)
+            kept, unread = _lock_held(worker_id, held, skip_locked=True)
             if kept:
-                _jobs().filter(id__in=kept).update(
-                    lease_expires_at=db.now_plus(ttl), heartbeat_at=Now()
-                )
-            lost |= {job_id for job_id, _ in held} - set(kept)
+                try:
+                    with transaction.atomic(using=db.alias()):
+                        _jobs().filter(id__in=kept).update(
+                            lease_expires_at=db.now_plus(ttl), heartbeat_at=Now()
+                        )
+                except Exception as exc:  # noqa: BLE001
+                    if not db.refused_by_content(exc) and not isinstance(exc, OverflowError):
+                        raise
+                    # Not renewed, not lost: the next beat tries again.
+            lost |= {job_id for job_id, _ in held} - set(kept) - unread
+            if unread:
+                # Skipped because locked elsewhere, or gone: only a gone row is lost.
+                present = set(_jobs().filter(id__in=list(unread)).values_list("id", flat=True))
+                lost |= unread - present
     return lost
 
 
-def _lock_held(worker_id: str, held: Sequence[tuple[int, int]]) -> list[int]:
-    """Lock the rows of ``held`` (``(job_id, epoch)`` pairs) and return, in id
-    order, the ids whose lease this worker still holds at that epoch.
+def _lock_held(
+    worker_id: str, held: Sequence[tuple[int, int]], *, skip_locked: bool = False
+) -> tuple[list[int], set[int]]:
+    """Lock the rows of ``held`` (``(job_id, epoch)`` pairs); return, in id order,
+    the ids whose lease this worker still holds at that epoch, and the set of ids
+    whose row could not be read (gone, or with ``skip_locked`` locked elsewhere).
 
     The rows are locked by key alone, in id order (the order the completer's
     batches lock in, so a renewal, a hand-back and a completion never deadlock),
@@ -74,18 +95,19 @@ def _lock_held(worker_id: str, held: Sequence[tuple[int, int]]) -> list[int]:
     index, reading every row the worker ever ran.
     """
     epochs = dict(held)
-    rows = (
+    rows = list(
         _jobs()
         .filter(id__in=list(epochs))
         .order_by("id")
-        .select_for_update()
+        .select_for_update(skip_locked=skip_locked)
         .values_list("id", "lease_epoch", "worker_id", "state")
     )
-    return [
+    kept = [
         job_id
         for job_id, epoch, holder, state in rows
         if epoch == epochs[job_id] and holder == worker_id and state == JobState.RUNNING
     ]
+    return kept, set(epochs) - {row[0] for row in rows}
 
 
 def reclaim_expired_leases(
@@ -99,8 +121,10 @@ def reclaim_expired_leases(
     silent (no heartbeat, or no start) for ``unleased_grace``: a coarse fallback
     for rows claimed without a lease whose worker died.
 
-    ``max_evictions``: a job evicted more than this many times fails (poison
-    protection) instead of going back to pending.
+    ``max_evictions``: a job whose lease lapsed more than this many times while
+    it ran alone fails as poison instead of going back to pending (``_evict``
+    says how poison is attributed). Every eviction is an entry in the job's
+    attempts log, and ``started_at`` is cleared as the seed's reclaim clears it.
 
     Selection and update happen in one transaction over rows locked with SKIP
     LOCKED, so two reclaimers never take the same job. Order is not part of the
@@ -124,44 +148,107 @@ def reclaim_expired_leases(
         return _evict(ids, max_evictions)
 
 
-def release_leases(
-    worker_id: str, held: Sequence[tuple[int, int]], *, max_evictions: int | None = None
-) -> list[Job]:
+def release_leases(worker_id: str, held: Sequence[tuple[int, int]]) -> list[Job]:
     """Hand jobs back (a graceful drain): each ``(job_id, epoch)`` still held by
-    this worker returns to pending exactly as a reclaim would take it."""
+    this worker returns to pending exactly as a reclaim would take it, counted as
+    an eviction but never towards poison (a drain says nothing about the job)."""
     if not held:
         return []
     with transaction.atomic(using=db.alias()):
-        return _evict(_lock_held(worker_id, held), max_evictions)
+        kept, _ = _lock_held(worker_id, held)
+        return _evict(kept, None, why=HANDED_BACK)
 
 
-def _evict(ids: list[int], max_evictions: int | None) -> list[Job]:
-    """Move locked running rows back to pending (or to failed when poisoned)."""
+# Why a job left its worker, as its attempts log records it.
+LAPSED = "evicted"  # the lease lapsed: the worker stopped renewing it
+HANDED_BACK = "handed_back"  # a draining worker gave it back unfinished
+
+
+def _evict(ids: list[int], max_evictions: int | None, *, why: str = LAPSED) -> list[Job]:
+    """Move locked running rows back to pending (or to failed when poisoned),
+    each with an entry in its attempts log saying which worker lost it and why.
+
+    The attempt's start moves from ``started_at`` (cleared, as the seed's reclaim
+    clears it) into that entry, so results and the admin still show it.
+
+    Poison is attributed exactly: a lapsed lease makes the job a suspect
+    (``Quarantine.SUSPECT``: its worker may have died of it, or of a job beside
+    it), and a suspect runs alone next. Only a lapse while running alone counts
+    (``lone_evictions``), and a job with more than ``max_evictions`` of those
+    fails. A hand-back proves nothing either way and counts nothing.
+    """
     if not ids:
         return []
-    evicted = dict(
+    rows = list(
+        _jobs()
+        .filter(id__in=ids)
+        .order_by("id")
+        .values_list("id", "worker_id", "started_at", "attempts", "quarantine", "lone_evictions")
+    )
+    now = db.database_now()
+    for job_id, holder, started_at, attempts, quarantine, lone in rows:
+        values = _eviction(holder, started_at, attempts, quarantine, lone, max_evictions, why, now)
+        _jobs().filter(id=job_id).update(**values)
+    return list(_jobs().filter(id__in=ids).order_by("id"))
+
+
+def _eviction(
+    holder: str,
+    started_at: datetime | None,
+    attempts: object,
+    quarantine: int,
+    lone: int,
+    max_evictions: int | None,
+    why: str,
+    now: datetime,
+) -> dict[str, object]:
+    """The columns one eviction writes (see ``_evict``)."""
+    alone = quarantine == Quarantine.ALONE
+    values: dict[str, object] = dict(
+        state=JobState.PENDING,
         worker_id="",
         lease_expires_at=None,
         heartbeat_at=None,
+        started_at=None,
         lease_epoch=F("lease_epoch") + 1,
         evict_count=F("evict_count") + 1,
         updated_at=Now(),
     )
-    rows = _jobs().filter(id__in=ids)
-    if max_evictions is not None:
-        poisoned = rows.filter(evict_count__gte=max_evictions)
-        poisoned.update(
-            state=JobState.FAILED,
-            completed_at=Now(),
-            last_error=(
-                f"Evicted more than {max_evictions} times (its worker kept dying or "
-                "losing the lease); failed as poison."
-            ),
-            **evicted,
+    if why == HANDED_BACK:
+        message = f"handed back unfinished by draining worker {holder or '?'}"
+        values["quarantine"] = Quarantine.SUSPECT if alone else quarantine
+    else:
+        lone += alone
+        values.update(quarantine=Quarantine.SUSPECT, lone_evictions=lone)
+        company = "running alone" if alone else "sharing its worker with other jobs"
+        message = (
+            f"lease lapsed while {company} on worker {holder or '?'}: the worker stopped "
+            "renewing it (it crashed, was killed, or lost the database)"
         )
-        rows = rows.exclude(state=JobState.FAILED)
-    rows.update(state=JobState.PENDING, **evicted)
-    return list(_jobs().filter(id__in=ids).order_by("id"))
+        if max_evictions is not None and lone > max_evictions:
+            message += (
+                f"; evicted {lone} times while running alone, more than the "
+                f"{max_evictions} allowed: failed as poison"
+            )
+            values.update(
+                state=JobState.FAILED,
+                completed_at=Now(),
+                quarantine=Quarantine.NONE,
+                last_error=f"WorkerLost: {message}.",
+            )
+    log = attempt_list(attempts)
+    entry = {
+        "attempt": len(log) + 1,
+        "worker_id": holder,
+        "status": "failed" if values["state"] == JobState.FAILED else why,
+        "exception_class": "dispatch_jobs.exceptions.WorkerLost",
+        "message": message,
+        "traceback": "",
+        "started_at": started_at.isoformat() if started_at else None,
+        "finished_at": now.isoformat(),
+    }
+    values["attempts"] = [*log, entry]
+    return values
 
 
 def _fenced_update_values(job: Job) -> dict[str, object]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Literal
 
 from ..models import Job
 
@@ -39,6 +40,13 @@ class ClaimOptions:
                    ``None`` grants nothing and leaves every lease column untouched.
                    (The seed passes an absolute LeaseUntil; a duration measured on
                    the database's clock keeps worker clock skew out of ownership.)
+    suspects:      poison attribution (``models.Quarantine``): "include" (the
+                   plain claim: suspects are jobs like any other), "exclude" (a
+                   worker filling shared slots leaves them to a lone run) or
+                   "only" (a worker about to run one job alone takes a suspect).
+    alone:         the claimed jobs will run with nothing beside them: they are
+                   marked ``Quarantine.ALONE``, so a lapse of their lease counts
+                   towards failing them as poison.
     """
 
     queues: Sequence[str]
@@ -50,6 +58,8 @@ class ClaimOptions:
     reserved_for: int | None = None
     worker_id: str = ""
     lease_ttl: timedelta | None = None
+    suspects: Literal["include", "exclude", "only"] = "include"
+    alone: bool = False
 
     def is_unbounded(self) -> bool:
         """True when the caller does not use the resource model at all. Tests key

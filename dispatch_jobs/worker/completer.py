@@ -17,10 +17,12 @@ from datetime import timedelta
 from django.db import connections
 
 from .. import store
+from ..models import JobState
+from ..storable import storable_text
 from .executor import EXECUTOR_NAME, Attempt
 from .joblog import log_attempt
 from .outcomes import Kind, Outcome
-from .transient import GaveUp, retry_transient
+from .transient import GaveUp, reset_connection, retry_transient
 
 logger = logging.getLogger("dispatch_jobs.worker")
 
@@ -35,14 +37,7 @@ def persist(
     discarded (lease lost, or cancelled before it finished)."""
     writable = [a for a in attempts if a.outcome.kind != Kind.CANCELLED]
     discarded = {a.job.pk for a in attempts if a.outcome.kind == Kind.CANCELLED}
-    completions = [
-        store.Completion(a.job, a.epoch, a.retry_in, _spent(a.outcome)) for a in writable
-    ]
-    lost = retry_transient(
-        lambda: store.complete_leased_jobs(worker_id, completions),
-        "writing job outcomes",
-        stop=stop,
-    )
+    lost = _write(writable, worker_id, stop)
     if logger.isEnabledFor(logging.INFO):
         for attempt in writable:
             if attempt.job.pk not in lost:
@@ -50,6 +45,101 @@ def persist(
         for job_id in sorted(lost):
             logger.info("Job %s: lease lost before its outcome was written; discarded.", job_id)
     return discarded | lost
+
+
+def _write(attempts: Sequence[Attempt], worker_id: str, stop: threading.Event | None) -> set[int]:
+    """Write a batch; return the ids whose lease was lost.
+
+    One batch never shares a fate: when the database refuses it for what it
+    carries, it is split in halves and each written apart, down to single rows,
+    so only a row the database refuses on its own is affected, and that row
+    becomes its job's failed attempt (``_write_refused``). Transient errors (the
+    database away) are retried as a whole by ``retry_transient``."""
+    if not attempts:
+        return set()
+    completions = [_completion(a) for a in attempts]
+    try:
+        return retry_transient(
+            lambda: store.complete_leased_jobs(worker_id, completions),
+            "writing job outcomes",
+            stop=stop,
+        )
+    except GaveUp:
+        raise
+    except Exception as exc:  # noqa: BLE001 - decided per row below
+        reset_connection()  # some refusals (a packet too large) drop the session
+        if len(attempts) == 1:
+            return _write_refused(attempts[0], exc, worker_id, stop)
+        logger.warning(
+            "The database refused a batch of %d outcome(s) (%s); writing them apart.",
+            len(attempts),
+            _describe(exc),
+        )
+        middle = len(attempts) // 2
+        return _write(attempts[:middle], worker_id, stop) | _write(
+            attempts[middle:], worker_id, stop
+        )
+
+
+def _write_refused(
+    attempt: Attempt, error: BaseException, worker_id: str, stop: threading.Event | None
+) -> set[int]:
+    """The database refused this one outcome: record the attempt as failed with the
+    refusal as its error (every text made storable, no return value), then, if
+    even that is refused, without its usage row. If nothing can be written the
+    outcome is dropped, the lease lapses and reclaim takes the job back."""
+    job = attempt.job
+    logger.error("Job %s: the database refused its outcome: %s", job.pk, _describe(error))
+    mark_unstorable(attempt, f"the database refused this attempt's outcome: {_describe(error)}")
+    for spent in (_spent(attempt.outcome), None):
+        completion = store.Completion(job, attempt.epoch, attempt.retry_in, spent)
+        try:
+            return retry_transient(
+                lambda c=completion: store.complete_leased_jobs(worker_id, [c]),  # type: ignore[misc]
+                "writing a refused outcome",
+                stop=stop,
+            )
+        except GaveUp:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            reset_connection()
+            error = exc
+    logger.error(
+        "Job %s: even its failure could not be written (%s); its lease will lapse.",
+        job.pk,
+        _describe(error),
+    )
+    return {job.pk}
+
+
+def mark_unstorable(attempt: Attempt, reason: str) -> None:
+    """Turn ``attempt`` (already settled in memory) into a permanent failure whose
+    error is ``reason``: the outcome as it was cannot be stored."""
+    job = attempt.job
+    reason = storable_text(reason, limit=2000)
+    job.state = JobState.FAILED
+    job.return_value = None
+    job.last_error = f"OutcomeNotStorable: {reason}"
+    attempt.retry_in = None
+    log = list(job.attempts) if isinstance(job.attempts, list) else []
+    record = dict(log.pop()) if log and isinstance(log[-1], dict) else {}
+    record = {
+        k: storable_text(v, limit=10_000) if isinstance(v, str) else v for k, v in record.items()
+    }
+    record.update(
+        status="failed",
+        exception_class="dispatch_jobs.exceptions.OutcomeNotStorable",
+        message=reason,
+    )
+    job.attempts = [*log, record]
+
+
+def _completion(attempt: Attempt) -> store.Completion:
+    return store.Completion(attempt.job, attempt.epoch, attempt.retry_in, _spent(attempt.outcome))
+
+
+def _describe(error: BaseException) -> str:
+    return storable_text(f"{type(error).__name__}: {error}", limit=500)
 
 
 def _spent(outcome: Outcome) -> store.Spent:

@@ -8,6 +8,7 @@ the in-memory job. The completer persists it behind the lease fence.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import traceback as tb
@@ -23,6 +24,7 @@ from ..exceptions import Permanent
 from ..models import Job
 from ..names import TaskNotFound, load_task
 from ..scope import scope
+from ..storable import find_unstorable, storable_text
 from .context import (
     TIMED_OUT,
     Cancellation,
@@ -32,10 +34,16 @@ from .context import (
     reset_current_job,
     set_current_job,
 )
+from .decode import UndecodableJob, problem_with
 from .outcomes import Kind, Outcome, class_path, is_permanent, settle
 from .results import backend_class, has_effect, task_result
 
 EXECUTOR_NAME = "in-process"
+# The most a return value may take encoded (JSON), and how much of an error's
+# message and traceback is kept: an outcome must stay a row any database takes.
+MAX_RETURN_BYTES = 1024 * 1024
+MAX_MESSAGE_CHARS = 10_000
+MAX_TRACEBACK_CHARS = 50_000
 logger = logging.getLogger("dispatch_jobs.worker")
 
 
@@ -60,8 +68,8 @@ class Attempt:
 
 def deadline_for(job: Job) -> float | None:
     """The job's deadline on this process's monotonic clock (None: no timeout)."""
-    if job.timeout is None:
-        return None
+    if not isinstance(job.timeout, timedelta):
+        return None  # none, or undecodable (then the job fails before it runs)
     return time.monotonic() + job.timeout.total_seconds()
 
 
@@ -71,9 +79,12 @@ def execute(
     """Run ``job`` once in this thread and settle its outcome in memory."""
     clock = _Clock()
     try:
+        problem = problem_with(job)
+        if problem is not None:
+            raise UndecodableJob(f"Job {job.pk} cannot be run: {problem}.")
         task = load_task(job.name)
         args, kwargs = decode_payload(job)
-    except (TaskNotFound, InvalidPayload) as exc:
+    except (TaskNotFound, InvalidPayload, UndecodableJob) as exc:
         outcome = clock.outcome(Kind.PERMANENT, exc=exc)
         return Attempt(job, job.lease_epoch, outcome, settle(job, outcome, worker_id))
     context = ContextSlot(
@@ -112,9 +123,10 @@ def _run_handler(
             else:
                 raw = task.call(*args, **kwargs)
         value = normalize_return(raw)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # a handler may raise anything, SystemExit included
+    except BaseException as exc:  # noqa: BLE001 - whatever a handler raises is its outcome
+        # KeyboardInterrupt and SystemExit included: raised inside a handler they
+        # are the handler's doing (the worker's own signals never reach an executor
+        # thread: its handlers run on the main thread and only request a drain).
         outcome = clock.outcome(_classify(exc, context, task), exc=exc)
         retry_in = settle(job, outcome, worker_id, task)
         # Inside the except block, as Django does: receivers can log sys.exc_info().
@@ -146,26 +158,42 @@ def decode_payload(job: Job) -> tuple[list[Any], dict[str, Any]]:
         return [], {}
     if not isinstance(payload, dict):
         raise InvalidPayload(
-            f"Payload of job {job.pk} must be an object with 'args' and 'kwargs', "
+            f"Job {job.pk}: column 'payload' must be an object with 'args' and 'kwargs', "
             f"got {type(payload).__name__}."
         )
     args, kwargs = payload.get("args", []), payload.get("kwargs", {})
     if not isinstance(args, list) or not isinstance(kwargs, dict):
         raise InvalidPayload(
-            f"Payload of job {job.pk} cannot be decoded: 'args' must be a list and "
+            f"Job {job.pk}: column 'payload' cannot be decoded: 'args' must be a list and "
             f"'kwargs' an object, got {type(args).__name__} and {type(kwargs).__name__}."
         )
     return args, kwargs
 
 
 def normalize_return(value: Any) -> Any:
+    """The handler's return value as it will be stored, or ``InvalidReturnValue``
+    (a permanent failure of this job alone) when no database could store it."""
+    if value is None or isinstance(value, (bool, int)):
+        return value  # the common case, nothing to check
+    # Walked before normalising too: normalize_json recurses, so depth first.
+    problem = find_unstorable(value)
+    if problem is not None:
+        raise InvalidReturnValue(f"The return value is not storable: {problem}.")
     try:
-        return normalize_json(value)
-    except (TypeError, ValueError) as exc:
+        normalized = normalize_json(value)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidReturnValue(
             f"The return value ({type(value).__name__}) cannot be stored as JSON: {exc}. "
             "Return JSON-serialisable data (dict, list, str, int, float, bool, None)."
         ) from exc
+    problem = find_unstorable(normalized)
+    if problem is None:
+        size = len(json.dumps(normalized)) if isinstance(normalized, (str, list, dict)) else 0
+        if size > MAX_RETURN_BYTES:
+            problem = f"{size} bytes encoded, over the cap of {MAX_RETURN_BYTES} bytes"
+    if problem is not None:
+        raise InvalidReturnValue(f"The return value is not storable: {problem}.")
+    return normalized
 
 
 def _classify(exc: BaseException, context: ContextSlot, task: Any) -> Kind:
@@ -207,10 +235,26 @@ class _Clock:
             message=message,
         )
         if exc is not None:
-            outcome.exception_class = class_path(exc)
-            outcome.message = str(exc)
-            outcome.traceback = "".join(tb.format_exception(exc))
+            # Whatever the exception says is recorded, made storable (a NUL or a
+            # lone surrogate in a message must not sink the completion batch).
+            outcome.exception_class = storable_text(class_path(exc), limit=500)
+            outcome.message = storable_text(_message(exc), limit=MAX_MESSAGE_CHARS)
+            outcome.traceback = storable_text(_traceback(exc), limit=MAX_TRACEBACK_CHARS)
         return outcome
+
+
+def _message(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception as error:  # noqa: BLE001 - a broken __str__ is still an outcome
+        return f"<str() of the exception failed: {type(error).__name__}>"
+
+
+def _traceback(exc: BaseException) -> str:
+    try:
+        return "".join(tb.format_exception(exc))
+    except Exception as error:  # noqa: BLE001
+        return f"<the traceback could not be formatted: {type(error).__name__}>"
 
 
 __all__ = ["EXECUTOR_NAME", "Attempt", "execute"]

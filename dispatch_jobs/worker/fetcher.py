@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
+from typing import Literal
 
 from .. import store
 from ..models import Job
@@ -20,6 +22,10 @@ class Fetcher:
         self.config = config
         self.inflight = inflight
         self.stop = stop
+        self.alone: int | None = None  # the suspect running alone here, if any
+        self.suspects = False  # whether suspects were waiting at the last probe
+        self.next_probe = 0.0  # monotonic time of the next probe (0: at once)
+        self.probe_interval = config.heartbeat.total_seconds()
 
     def free_slots(self) -> int:
         """Slots for new claims: ``concurrency`` threads plus ``prefetch`` jobs
@@ -38,11 +44,65 @@ class Fetcher:
     def fetch(self, limit: int) -> list[Job]:
         """Claim up to ``limit`` jobs. With a budget, one job per claim: each
         claimed job fits the budget on its own, but two claimed together could
-        overcommit it, so the fetcher re-measures the free budget between claims."""
+        overcommit it, so the fetcher re-measures the free budget between claims.
+
+        Poison attribution: a suspect (a job whose lease lapsed, perhaps because
+        its worker died of a job beside it) runs alone. While suspects wait, this
+        worker stops filling shared slots, lets its running jobs finish, and then
+        claims one suspect to run with nothing beside it; a worker with a single
+        slot runs every job alone anyway, suspects included."""
         if limit <= 0:
             return []
-        if self.config.budget:
-            limit = 1
+        if self.single_slot:
+            return self._claim(1, suspects="include", alone=True)
+        if self.alone is not None:
+            if self.inflight.get(self.alone) is not None:
+                return []  # a job runs alone here: nothing beside it
+            self.alone = None
+        if self._suspects_waiting():
+            if self.inflight.executing():
+                return []  # the pool empties first
+            if jobs := self._claim_alone():
+                return jobs
+        jobs = self._claim(1 if self.config.budget else limit, suspects="exclude", alone=False)
+        if not jobs and not self.inflight.executing():
+            # Idle (or a burst about to end): a suspect may be all that is left.
+            self.next_probe = 0.0
+            if self._suspects_waiting():
+                return self._claim_alone()
+        return jobs
+
+    @property
+    def single_slot(self) -> bool:
+        """One thread and nothing prefetched: whatever runs here runs alone."""
+        return self.config.concurrency == 1 and (
+            bool(self.config.budget) or not self.config.prefetch
+        )
+
+    def _suspects_waiting(self) -> bool:
+        """Looked up at most once per probe interval (a small partial index)."""
+        now = time.monotonic()
+        if now >= self.next_probe:
+            self.next_probe = now + self.probe_interval
+            self.suspects = retry_transient(
+                lambda: store.suspects_waiting(list(self.config.queues)),
+                "looking for suspect jobs",
+                stop=self.stop,
+            )
+        return self.suspects
+
+    def _claim_alone(self) -> list[Job]:
+        jobs = self._claim(1, suspects="only", alone=True)
+        if jobs:
+            self.alone = jobs[0].pk
+            logger.info("Job %s runs alone: its lease lapsed on a worker that died.", jobs[0].pk)
+        else:
+            self.suspects = False  # taken by another worker meanwhile
+        return jobs
+
+    def _claim(
+        self, limit: int, *, suspects: Literal["include", "exclude", "only"], alone: bool
+    ) -> list[Job]:
         budget, custom_keys = free_budget(self.config.budget, self.inflight.in_use())
         options = store.ClaimOptions(
             queues=list(self.config.queues),
@@ -52,6 +112,8 @@ class Fetcher:
             custom_keys=custom_keys,
             worker_id=self.config.worker_id,
             lease_ttl=self.config.lease_ttl,
+            suspects=suspects,
+            alone=alone,
         )
         jobs = retry_transient(lambda: store.claim_jobs(options), "claiming jobs", stop=self.stop)
         if jobs:

@@ -19,6 +19,7 @@ from datetime import timedelta
 from ..models import Job
 from ..resources import STANDARD_KEYS
 from .context import Cancellation
+from .decode import quantities
 
 
 @dataclass(eq=False)
@@ -131,8 +132,8 @@ class Inflight:
         for held in self:
             if not held.is_running:
                 continue
-            for key, amount in (held.job.resources or {}).items():
-                used[key] = used.get(key, 0) + int(amount)
+            for key, amount in quantities(held.job.resources).items():
+                used[key] = used.get(key, 0) + amount
         return used
 
 

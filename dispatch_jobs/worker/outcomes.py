@@ -15,8 +15,9 @@ from typing import Any
 
 from django.utils.module_loading import import_string
 
+from ..attempts import attempt_list
 from ..exceptions import Permanent
-from ..models import Job, JobState
+from ..models import Job, JobState, Quarantine
 from .backoff import retry_delay
 
 
@@ -74,6 +75,7 @@ def settle(job: Job, outcome: Outcome, worker_id: str, task: Any = None) -> time
     if outcome.kind == Kind.CANCELLED:
         return None
     retry_in: timedelta | None = None
+    job.quarantine = Quarantine.NONE  # it ran to an outcome: it did not kill its worker
     if outcome.kind == Kind.SUCCESS:
         job.state = JobState.COMPLETED
         job.return_value = outcome.return_value
@@ -91,7 +93,8 @@ def settle(job: Job, outcome: Outcome, worker_id: str, task: Any = None) -> time
         job.last_error = _error_line(outcome)
     if job.state in (JobState.COMPLETED, JobState.FAILED):
         job.completed_at = outcome.finished_at
-    job.attempts = [*(job.attempts or []), _attempt_record(job, outcome, worker_id, status)]
+    previous = attempt_list(job.attempts)
+    job.attempts = [*previous, _attempt_record(len(previous) + 1, outcome, worker_id, status)]
     return retry_in
 
 
@@ -100,9 +103,9 @@ def _error_line(outcome: Outcome) -> str:
     return f"{name}: {outcome.message}" if outcome.message else name
 
 
-def _attempt_record(job: Job, outcome: Outcome, worker_id: str, status: str) -> dict[str, Any]:
+def _attempt_record(number: int, outcome: Outcome, worker_id: str, status: str) -> dict[str, Any]:
     return {
-        "attempt": len(job.attempts or []) + 1,
+        "attempt": number,
         "worker_id": worker_id,
         "status": status,
         "exception_class": outcome.exception_class,

@@ -29,6 +29,7 @@ from ..models import Job, JobState
 from .completer import Completer
 from .config import WorkerConfig
 from .context import HANDED_BACK
+from .decode import lease_ttl_of
 from .executor import Attempt, deadline_for, execute
 from .executors import Executors
 from .fetcher import Fetcher
@@ -39,7 +40,7 @@ from .pacing import Listener, Pacer
 from .registry import Registry
 from .shutdown import Shutdown
 from .summary import Stats, Summary, banner
-from .transient import GaveUp, retry_transient
+from .transient import GaveUp, reset_connection, retry_transient
 
 logger = logging.getLogger("dispatch_jobs.worker")
 
@@ -71,6 +72,7 @@ class Pool:
         self.listener = Listener(config.queues, self.wake, self.stop)
         self.executors = Executors(config.concurrency, self._execute)
         self.dispatched = 0
+        self.deadline: float | None = None  # monotonic end of a signalled drain's grace
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -109,6 +111,11 @@ class Pool:
                     jobs = self.fetcher.fetch(self._limit(free))
                 except GaveUp:
                     return
+                except Exception:  # noqa: BLE001 - a failing claim must not end the worker
+                    logger.exception("Claiming jobs failed; trying again shortly.")
+                    reset_connection()
+                    self.wake.wait(self.pacer.idle())
+                    continue
                 for job in jobs:
                     self._dispatch(job)
                 if jobs:
@@ -131,7 +138,7 @@ class Pool:
     # --- execute ---------------------------------------------------------------
 
     def _dispatch(self, job: Job) -> None:
-        held = Held(job=job, epoch=job.lease_epoch, ttl=job.lease_ttl or self.config.lease_ttl)
+        held = Held(job=job, epoch=job.lease_epoch, ttl=lease_ttl_of(job, self.config.lease_ttl))
         self.inflight.add(held)
         self.dispatched += 1
         self.stats.count("dispatched")
@@ -200,6 +207,9 @@ class Pool:
                 return
         self.registry.draining()
         grace_end = time.monotonic() + self.config.shutdown_grace.total_seconds()
+        # Stopped by a signal: the hand-back and the last writes share what is left
+        # of the grace (with a floor of one second each), database up or down.
+        self.deadline = grace_end
         # Wait for the started jobs only: prefetched ones are handed back unstarted.
         while self.inflight.busy() and not self.shutdown.hurry.is_set():
             left = grace_end - time.monotonic()
@@ -218,7 +228,7 @@ class Pool:
             held.cancellation.cancel(HANDED_BACK)
         leases = [(held.job.pk, held.epoch) for held in entries]
         gave_up = threading.Event()
-        timer = threading.Timer(FINAL_WRITE_TIMEOUT, gave_up.set)
+        timer = threading.Timer(self._write_budget(), gave_up.set)
         timer.start()
         try:
             returned = retry_transient(
@@ -241,12 +251,19 @@ class Pool:
     def _stop_stages(self) -> None:
         # Outcomes already handed to the completer are written first, while the
         # heartbeat still renews their leases; then everything else stops.
-        self.completer.close(FINAL_WRITE_TIMEOUT)
+        self.completer.close(self._write_budget())
         self.stop.set()
         # Handlers still running here ignored the grace and their cancellation.
         self.executors.stop(1.0)
-        self.heartbeat.join(5)
+        self.heartbeat.join(self._write_budget(5.0))
         if self.maintenance:
-            self.maintenance.join(5)
-        self.listener.join(5)
+            self.maintenance.join(self._write_budget(5.0))
+        self.listener.join(self._write_budget(5.0))
         self.registry.deregister()
+
+    def _write_budget(self, most: float = FINAL_WRITE_TIMEOUT) -> float:
+        """How long a last write (or a stage's exit) may take: ``most``, or, when a
+        signal started the drain, what is left of the grace, at least a second."""
+        if self.deadline is None:
+            return most
+        return min(most, max(self.deadline - time.monotonic(), 1.0))

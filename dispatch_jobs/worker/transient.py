@@ -15,6 +15,7 @@ from collections.abc import Callable
 from django.db import InterfaceError, OperationalError, connections
 
 from ..store import db
+from ..store.db import refused_by_content
 
 TRANSIENT_ERRORS = (OperationalError, InterfaceError)
 logger = logging.getLogger("dispatch_jobs.worker")
@@ -39,6 +40,8 @@ def retry_transient[T](
         try:
             return action()
         except TRANSIENT_ERRORS as exc:
+            if refused_by_content(exc):
+                raise  # the values are the problem: retrying them cannot help
             if connections[db.alias()].in_atomic_block:
                 raise  # inside the caller's transaction: only its owner can recover
             logger.warning(

@@ -44,6 +44,14 @@ def fail_times(directory: str, key: str, failures: int) -> str:
     return "ok"
 
 
+@_task(takes_context=True)
+def record_run(context, directory: str) -> int:
+    """Append this job's id to ``directory/runs``: one line per execution, so a
+    test counts how often each job really ran (O_APPEND lines do not interleave)."""
+    _touch(directory, "runs", str(context.job_id))
+    return context.job_id
+
+
 @_task
 def return_object() -> object:
     return object()
@@ -181,3 +189,60 @@ def hold(context, directory: str) -> str:
 def flaky(directory: str, key: str, failures: int) -> str:
     """``fail_times`` with a fast, per-task backoff (base 200 ms, cap 400 ms)."""
     return fail_times.call(directory, key, failures)
+
+
+# --- Failure isolation (tests/worker/test_isolation.py): jobs whose fault must
+# stay theirs. Runs are recorded as lines in files, to count them across processes.
+
+
+@_task
+def ordinary(directory: str, key: str, seconds: float = 0.0) -> str:
+    """An innocent job: records each start and each successful end."""
+    _touch(directory, f"start-{key}")
+    if seconds:
+        _time.sleep(seconds)
+    _touch(directory, f"done-{key}")
+    return key
+
+
+UNSTORABLE = {
+    "nan": float("nan"),
+    "inf": [1.0, float("inf")],
+    "nul": {"text": "a\x00b"},
+    "surrogate": "\ud800",
+    "deep": None,  # built on demand: a list nested 10,000 deep
+}
+
+
+def _unstorable(kind: str) -> object:
+    if kind == "deep":
+        value: list = []
+        for _ in range(10_000):
+            value = [value]
+        return value
+    return UNSTORABLE[kind]
+
+
+@_task
+def return_unstorable(directory: str, kind: str) -> object:
+    _touch(directory, f"start-{kind}")
+    return _unstorable(kind)
+
+
+@_dj_task(max_retries=0)
+def raise_unstorable(directory: str, kind: str) -> None:
+    """Raises with a message no database can store as it is."""
+    _touch(directory, f"start-raise-{kind}")
+    raise ValueError(f"bad {kind}: " + ("a\x00b" if kind == "nul" else "\ud800"))
+
+
+@_dj_task(max_retries=1)
+def interrupt(directory: str) -> None:
+    _touch(directory, "start-interrupt")
+    raise KeyboardInterrupt
+
+
+@_task
+def exit_own_process() -> None:
+    """The culprit: ends its whole worker at once, every time it runs."""
+    _os._exit(3)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from dispatch_jobs import store
 from dispatch_jobs.exceptions import JobNotFound, LeaseLost
-from dispatch_jobs.models import Job, JobState
+from dispatch_jobs.models import Job, JobState, Quarantine
 from tests.factories import JobFactory, running
 from tests.store.support import claim, db_now, moment, snapshot
 
@@ -194,3 +197,50 @@ def test_release_leases_skips_jobs_no_longer_held() -> None:
 
 def test_release_leases_of_nothing_is_nothing() -> None:
     assert store.release_leases("w1", []) == []
+
+
+def test_release_leases_clears_the_start_and_never_counts_towards_poison() -> None:
+    job = JobFactory.create(
+        **running("w1", 2, lease_expires_at=db_now(TTL), started_at=db_now(-TTL)),
+        quarantine=Quarantine.ALONE,
+    )
+    (released,) = store.release_leases("w1", [(job.pk, 2)])
+    assert released.started_at is None and released.lone_evictions == 0
+    assert released.quarantine == Quarantine.SUSPECT  # running alone proved nothing yet
+    assert released.attempts[-1]["status"] == "handed_back"
+
+
+@contextmanager
+def other_connection_locks(job_id: int) -> Iterator[None]:
+    """Hold the row lock of ``job_id`` from a second, real connection."""
+    other = connections.create_connection(DEFAULT_DB_ALIAS)
+    try:
+        other.set_autocommit(False)
+        with other.cursor() as cursor:
+            table = other.ops.quote_name(Job._meta.db_table)
+            cursor.execute(f"SELECT id FROM {table} WHERE id = %s FOR UPDATE", [job_id])
+        yield
+    finally:
+        other.rollback()
+        other.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_renew_leases_skips_a_row_locked_elsewhere_and_renews_the_others() -> None:
+    """One locked row never stalls the batch: it is neither renewed nor lost."""
+    if not connection.features.has_select_for_update_skip_locked:
+        pytest.skip(f"{connection.vendor} locks the whole database, not rows: no row to skip")
+    held = [leased(), leased()]
+    with other_connection_locks(held[0].pk):
+        lost = store.renew_leases("w1", [(job.pk, 1, timedelta(hours=1)) for job in held])
+    assert lost == set()
+    assert moment(held[1].pk, "lease_expires_at") > db_now(timedelta(minutes=30))
+    assert moment(held[0].pk, "lease_expires_at") < db_now(timedelta(minutes=30))
+
+
+def test_renew_leases_reports_a_deleted_row_as_lost() -> None:
+    job = leased()
+    gone = leased()
+    Job.objects.filter(pk=gone.pk).delete()
+    lost = store.renew_leases("w1", [(job.pk, 1, TTL), (gone.pk, 1, TTL)])
+    assert lost == {gone.pk}

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from dispatch_jobs import store
-from dispatch_jobs.models import Job, JobState
+from dispatch_jobs.models import Job, JobState, Quarantine
 from tests.factories import JobFactory, running
 from tests.store.support import capture, claim, db_now, ids, snapshot
 
@@ -95,14 +95,53 @@ def test_unleased_grace_defaults_to_the_setting() -> None:
     assert ids(store.reclaim_expired_leases(10)) == [old.pk]
 
 
-def test_job_evicted_too_often_fails_as_poison() -> None:
-    poisoned = expired(evict_count=2)
-    healthy = expired(evict_count=1)
+def test_expired_lease_clears_the_start_and_records_it_in_the_attempts_log() -> None:
+    """The seed's reclaim clears worker, StartedAt, HeartbeatAt and expiry; the
+    attempt's start survives as an entry naming the worker and why."""
+    started = db_now(-60 * SECOND)
+    job = expired(worker_id="dead-1", started_at=started, attempts=[{"status": "retrying"}])
+    store.reclaim_expired_leases(10)
+    row = Job.objects.get(pk=job.pk)
+    assert row.started_at is None and row.heartbeat_at is None
+    assert row.lease_expires_at is None and row.worker_id == ""
+    first, entry = row.attempts
+    assert first == {"status": "retrying"}  # the log so far is kept as it was
+    assert entry["attempt"] == 2 and entry["status"] == "evicted"
+    assert entry["worker_id"] == "dead-1"
+    assert entry["exception_class"] == "dispatch_jobs.exceptions.WorkerLost"
+    assert "lease lapsed" in entry["message"]
+    assert entry["started_at"] == started.isoformat()
+
+
+def test_a_lapse_while_sharing_makes_a_suspect_and_never_counts_towards_poison() -> None:
+    shared = expired(evict_count=10)
+    store.reclaim_expired_leases(10, max_evictions=2)
+    row = Job.objects.get(pk=shared.pk)
+    assert row.state == JobState.PENDING and row.quarantine == Quarantine.SUSPECT
+    assert row.lone_evictions == 0 and row.evict_count == 11
+    assert "sharing its worker" in row.attempts[-1]["message"]
+
+
+def test_a_lapse_while_alone_counts_and_more_than_max_evictions_fails_as_poison() -> None:
+    poisoned = expired(quarantine=Quarantine.ALONE, lone_evictions=2, evict_count=3)
+    counted = expired(quarantine=Quarantine.ALONE, lone_evictions=1, evict_count=2)
     store.reclaim_expired_leases(10, max_evictions=2)
     row = Job.objects.get(pk=poisoned.pk)
-    assert row.state == JobState.FAILED and "Evicted more than 2 times" in row.last_error
-    assert row.completed_at is not None and row.evict_count == 3 and row.retry_count == 0
-    assert Job.objects.get(pk=healthy.pk).state == JobState.PENDING
+    assert row.state == JobState.FAILED and "failed as poison" in row.last_error
+    assert row.last_error.startswith("WorkerLost: ")
+    assert row.completed_at is not None and row.evict_count == 4 and row.retry_count == 0
+    assert row.lone_evictions == 3 and row.attempts[-1]["status"] == "failed"
+    again = Job.objects.get(pk=counted.pk)
+    assert again.state == JobState.PENDING and again.lone_evictions == 2
+    assert again.quarantine == Quarantine.SUSPECT
+
+
+def test_an_unreadable_attempts_column_is_kept_as_an_entry_on_eviction() -> None:
+    job = expired(attempts={"not": "a list"})
+    store.reclaim_expired_leases(10)
+    unreadable, entry = Job.objects.get(pk=job.pk).attempts
+    assert unreadable["status"] == "unreadable" and "'not'" in unreadable["message"]
+    assert entry["status"] == "evicted"
 
 
 def test_reclaimed_job_can_be_claimed_again_at_the_next_epoch() -> None:

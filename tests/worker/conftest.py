@@ -18,8 +18,8 @@ def workers(
     (before the database is flushed), and their logs are shown on failure."""
     started: list[WorkerProcess] = []
 
-    def start(*args: str) -> WorkerProcess:
-        worker = WorkerProcess(tmp_path, *args)
+    def start(*args: str, env: dict[str, str] | None = None) -> WorkerProcess:
+        worker = WorkerProcess(tmp_path, *args, env=env)
         started.append(worker)
         return worker
 

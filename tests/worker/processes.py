@@ -41,8 +41,8 @@ def wait_until(predicate: Callable[[], object], timeout: float = 60.0, what: str
 class WorkerProcess:
     """``python -m django runjobs ...`` against the test database."""
 
-    def __init__(self, log_dir: Path, *args: str) -> None:
-        env = dict(os.environ)
+    def __init__(self, log_dir: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        env = {**os.environ, **(env or {})}
         env["DJANGO_SETTINGS_MODULE"] = "tests.settings"
         env["DISPATCH_TEST_DB_NAME"] = str(connection.settings_dict["NAME"])
         env["PYTHONPATH"] = str(ROOT)

@@ -10,7 +10,7 @@ import pytest
 from django.test import override_settings
 
 from dispatch_jobs import store
-from dispatch_jobs.models import Job, JobState, Usage, Worker
+from dispatch_jobs.models import Job, JobState, Quarantine, Usage, Worker
 from dispatch_jobs.worker.config import build_config
 from dispatch_jobs.worker.maintenance import LEADERSHIP, Maintenance
 from tests.factories import JobFactory, UsageFactory, WorkerFactory, running
@@ -44,14 +44,17 @@ def test_only_the_elected_worker_runs_the_runners():
     assert (expired.state, expired.evict_count) == (JobState.PENDING, 1)
 
 
-def test_reclaim_fails_a_job_evicted_more_than_max_evictions():
+def test_reclaim_fails_a_job_evicted_alone_more_than_max_evictions():
     poison = JobFactory.create(
-        **running("dead", 3, lease_expires_at=db_now(-timedelta(seconds=5))), evict_count=2
+        **running("dead", 3, lease_expires_at=db_now(-timedelta(seconds=5))),
+        evict_count=2,
+        lone_evictions=2,
+        quarantine=Quarantine.ALONE,
     )
     maintenance("a", max_evictions=2).run_once()
     poison.refresh_from_db()
     assert poison.state == JobState.FAILED and poison.evict_count == 3
-    assert poison.retry_count == 0
+    assert poison.retry_count == 0 and poison.lone_evictions == 3
 
 
 @override_settings(
