@@ -45,12 +45,14 @@ def claim_jobs(opts: ClaimOptions) -> list[Job]:
     return jobs
 
 
-def suspects_waiting(queues: Sequence[str]) -> bool:
+def suspects_waiting(queues: Sequence[str], every_queue: bool = False) -> bool:
     """Whether a suspect (``Quarantine.SUSPECT``: a job to run alone) is ready in
-    ``queues``. Served by the small ``dj_job_suspect`` index: cheap at any size."""
-    if not queues:
+    ``queues`` (in any queue with ``every_queue``). Served by the small
+    ``dj_job_suspect`` index: cheap at any size."""
+    if not queues and not every_queue:
         return False
-    return _eligible(ClaimOptions(queues=list(queues), limit=1, suspects="only")).exists()
+    opts = ClaimOptions(queues=list(queues), every_queue=every_queue, limit=1, suspects="only")
+    return _eligible(opts).exists()
 
 
 # Databases with UPDATE ... RETURNING: the claim is one statement. MariaDB has

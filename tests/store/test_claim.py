@@ -8,7 +8,7 @@ import pytest
 
 from dispatch_jobs import store
 from dispatch_jobs.exceptions import LeaseWithoutWorker
-from dispatch_jobs.models import Job, JobState
+from dispatch_jobs.models import Job, JobState, Quarantine
 from tests.factories import JobFactory
 from tests.store.support import capture, claim, db_now, ids, moment, snapshot
 
@@ -69,6 +69,14 @@ def test_every_queue_ignores_the_queue_list_and_still_skips_paused_queues() -> N
     assert ids(claim(queues=["nowhere"], every_queue=True)) == [other.pk]
     store.resume_queue("mail")
     assert ids(claim(queues=[], every_queue=True, limit=1)) == [mail.pk]
+
+
+def test_suspects_waiting_looks_in_every_queue_when_asked() -> None:
+    JobFactory.create(queue="anywhere", quarantine=Quarantine.SUSPECT)
+    assert not store.suspects_waiting([])
+    assert not store.suspects_waiting(["elsewhere"])
+    assert store.suspects_waiting([], every_queue=True)
+    assert store.suspects_waiting(["anywhere"])
 
 
 def test_limit_truncates() -> None:
