@@ -26,7 +26,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from django.apps import apps
-from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error
 from django.db import transaction
 
@@ -139,9 +138,9 @@ class DispatchBackend(compat.BaseTaskBackend):
         return job_to_result(job, task, self.alias)
 
     def check(self, **kwargs: Any) -> list[CheckMessage]:
-        """The app is installed, the database can claim safely, OPTIONS are known."""
-        from .checks import _check_database
-
+        """The app is installed and OPTIONS are known. The job database's checks
+        (``dispatch_jobs.W001``/``W002``) run once, from ``checks.check_settings``:
+        repeating them here printed each message twice."""
         errors: list[CheckMessage] = []
         if not apps.is_installed("dispatch_jobs"):
             errors.append(
@@ -152,8 +151,6 @@ class DispatchBackend(compat.BaseTaskBackend):
                     id="dispatch_jobs.E101",
                 )
             )
-        if settings.database in django_settings.DATABASES:
-            errors += _check_database(settings.database)
         options = self.options if isinstance(self.options, Mapping) else {}
         for key in sorted(set(options) - KNOWN_OPTIONS):
             errors.append(

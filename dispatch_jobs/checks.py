@@ -64,6 +64,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
         errors += _check_database(database)
     lease = value.get("LEASE_TTL", DEFAULTS["LEASE_TTL"])
     beat = value.get("HEARTBEAT_INTERVAL", DEFAULTS["HEARTBEAT_INTERVAL"])
+    # An error, not a warning: a lease that lapses before its renewal is reclaimed
+    # while the job still runs, and a second worker runs it again.
     if isinstance(lease, timedelta) and isinstance(beat, timedelta) and beat >= lease:
         errors.append(
             Error(
@@ -87,30 +89,51 @@ def _check_integer(key: str, item: object, low: int, check_id: str) -> list[Any]
     return []
 
 
+# What docs/install.md ("SQLite") recommends, word for word: the warnings' hints
+# are built from this dict and tests/test_checks.py holds the docs to it.
+SQLITE_OPTIONS: dict[str, Any] = {
+    "transaction_mode": "IMMEDIATE",
+    "timeout": 20,
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
+SQLITE_DOCS = 'docs/install.md, "SQLite"'
+
+
 def _check_database(alias: str) -> list[Any]:
+    """Warnings, not errors: nothing here endangers data, so nothing may block
+    ``migrate`` on Django's default SQLite settings.
+
+    Without IMMEDIATE, SQLite still serialises writers and refuses a transaction
+    that would write from a stale read (SQLITE_BUSY), so no job is claimed twice
+    and no fenced write lands late; the cost is availability: a transaction that
+    reads before it writes cannot wait for the lock and fails at once with
+    "database is locked". The worker retries its own statements when that happens;
+    a handler's own transaction fails its attempt, which is retried. Without WAL,
+    readers (the admin) and the writer wait for each other.
+    """
     config = django_settings.DATABASES[alias]
-    engine = config.get("ENGINE", "")
-    if engine.endswith("sqlite3"):
-        mode = str(config.get("OPTIONS", {}).get("transaction_mode", "")).upper()
-        if mode not in ("IMMEDIATE", "EXCLUSIVE"):
-            return [
-                Error(
-                    f"DATABASES[{alias!r}] is SQLite without transaction_mode 'IMMEDIATE': "
-                    "two workers could claim the same job or see 'database is locked'.",
-                    hint="Set OPTIONS = {'transaction_mode': 'IMMEDIATE', 'init_command': "
-                    "'PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;'}.",
-                    id="dispatch_jobs.E007",
-                )
-            ]
-        if "journal_mode=wal" not in str(config.get("OPTIONS", {}).get("init_command", "")).lower():
-            return [
-                Warning(
-                    f"DATABASES[{alias!r}] is SQLite without WAL: readers block the "
-                    "worker's writes.",
-                    hint="Add 'PRAGMA journal_mode=WAL;' to OPTIONS['init_command'].",
-                    id="dispatch_jobs.W001",
-                )
-            ]
+    if not str(config.get("ENGINE", "")).endswith("sqlite3"):
+        return []
+    options = config.get("OPTIONS", {}) or {}
+    mode = str(options.get("transaction_mode", "")).upper()
+    if mode not in ("IMMEDIATE", "EXCLUSIVE"):
+        return [
+            Warning(
+                f"DATABASES[{alias!r}] is SQLite without transaction_mode 'IMMEDIATE': "
+                "workers and the admin may fail with 'database is locked' under load.",
+                hint=f"Set DATABASES[{alias!r}]['OPTIONS'] = {SQLITE_OPTIONS!r} ({SQLITE_DOCS}).",
+                id="dispatch_jobs.W002",
+            )
+        ]
+    if "journal_mode=wal" not in str(options.get("init_command", "")).lower():
+        return [
+            Warning(
+                f"DATABASES[{alias!r}] is SQLite without WAL: readers block the worker's writes.",
+                hint=f"Add {SQLITE_OPTIONS['init_command']!r} to "
+                f"DATABASES[{alias!r}]['OPTIONS']['init_command'] ({SQLITE_DOCS}).",
+                id="dispatch_jobs.W001",
+            )
+        ]
     return []
 
 
@@ -239,15 +262,15 @@ def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 )
             )
     queues = get("WORKER_QUEUES")
-    if (
+    if queues is not None and (
         not isinstance(queues, list | tuple)
         or not queues
         or not all(isinstance(q, str) and 0 < len(q) <= 100 for q in queues)
     ):
         errors.append(
             Error(
-                "DISPATCH_JOBS['WORKER_QUEUES'] must be a non-empty list of queue names "
-                f"(1 to 100 characters), got {queues!r}.",
+                "DISPATCH_JOBS['WORKER_QUEUES'] must be None (the queues TASKS names) or a "
+                f"non-empty list of queue names (1 to 100 characters), got {queues!r}.",
                 id="dispatch_jobs.E032",
             )
         )

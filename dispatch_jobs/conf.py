@@ -27,8 +27,9 @@ DEFAULTS: dict[str, Any] = {
     # Default page size of the cursor-paged job list.
     "LIST_PAGE_SIZE": 50,
     # --- The runjobs worker (docs/worker.md). Command-line arguments override these.
-    # The queues a worker claims from, and how many jobs it runs at once (threads).
-    "WORKER_QUEUES": ["default"],
+    # The queues a worker claims from (None: every queue the dispatch_jobs backends
+    # in TASKS accept, see worker/queues.py), and how many jobs it runs at once.
+    "WORKER_QUEUES": None,
     "WORKER_CONCURRENCY": 4,
     # Jobs claimed ahead of free executor threads, held under lease in a local
     # buffer: larger claims per statement, for throughput. Opt-in: a prefetched job
@@ -133,8 +134,9 @@ class Settings:
         return int(self.get("LIST_PAGE_SIZE"))
 
     @property
-    def worker_queues(self) -> list[str]:
-        return list(self.get("WORKER_QUEUES"))
+    def worker_queues(self) -> list[str] | None:
+        value = self.get("WORKER_QUEUES")
+        return None if value is None else list(value)
 
     @property
     def worker_concurrency(self) -> int:

@@ -69,8 +69,5 @@ TASKS = {
     }
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-LOGGING = {
-    "version": 1,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"dispatch_jobs": {"handlers": ["console"], "level": "INFO"}},
-}
+# No LOGGING: runjobs then prints its own lines and Django's django.tasks ones in
+# one format, as many as its -v asks for (docs/worker.md, "Logs").

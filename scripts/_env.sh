@@ -1,5 +1,9 @@
-# Shared set-up for scripts/*.sh: find Python >= 3.12, make .venv, install the
-# project with its test and dev extras. Sourced, not run.
+# Shared set-up for scripts/*.sh: find Python >= 3.12 and make a virtualenv.
+#   ensure_venv          .venv: the project with its test and dev extras (scripts/test.sh),
+#                        installing the MariaDB headers and Chromium with apt when root
+#   ensure_example_venv  .venv-example: the project and the example's one extra, nothing
+#                        to compile, no apt, no root (scripts/example.sh)
+# Sourced, not run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -83,4 +87,68 @@ ensure_venv() {
         echo "$want" > "$stamp"
     fi
     export PATH="$ROOT/$venv/bin:$PATH"
+}
+
+step() { echo "==> $*" >&2; }
+
+# The example's virtualenv: Django and django-environ, nothing else (no database
+# driver, no browser, no dev tools), so it needs no root and no C headers.
+ensure_example_venv() {
+    local py stamp want venv=".venv-example"
+    if ! py="$(find_python)"; then
+        echo "the example needs Python 3.12 or newer; none found (set PYTHON=/path/to/python3.12)." >&2
+        exit 1
+    fi
+    stamp="$venv/.installed"
+    want="$( (cat pyproject.toml; echo example) | sha1sum | cut -c1-40)"
+    if [ ! -x "$venv/bin/python" ]; then
+        step "creating $venv with $("$py" --version)"
+        if ! "$py" -m venv "$venv"; then
+            echo "could not create $venv: this Python has no venv module (Debian: apt install python3-venv)." >&2
+            exit 1
+        fi
+    fi
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+        step "installing dispatch_jobs with Django and django-environ into $venv (pip's progress follows)"
+        # pip's own lines (Collecting/Downloading/Installing) are the progress.
+        if ! "$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar on \
+            -e ".[example]"; then
+            echo "installing into $venv failed (pip's messages above)" >&2
+            exit 1
+        fi
+        echo "$want" > "$stamp"
+    fi
+    export PATH="$ROOT/$venv/bin:$PATH"
+}
+
+# pick_port WANTED EXPLICIT: print WANTED when it is free on 127.0.0.1. When it is
+# busy: if EXPLICIT is "yes" (the user set PORT), fail with one line; otherwise print
+# a free port chosen by the system and say on stderr which one and why.
+pick_port() {
+    local wanted=$1 explicit=$2 py
+    py="$(find_python)" || py=python3
+    "$py" - "$wanted" "$explicit" <<'PYEOF'
+import socket, sys
+
+wanted, explicit = int(sys.argv[1]), sys.argv[2] == "yes"
+
+def free(port):
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+if free(wanted):
+    print(wanted)
+elif explicit:
+    sys.exit(f"port {wanted} on 127.0.0.1 is busy (PORT={wanted}): stop what uses it or choose another PORT.")
+else:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    print(f"port {wanted} on 127.0.0.1 is busy: using port {port} instead (set PORT to choose).", file=sys.stderr)
+    print(port)
+PYEOF
 }

@@ -2,23 +2,26 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
+from django.core.checks import Warning
 from django.test import override_settings
 
-from dispatch_jobs.checks import check_settings
+from dispatch_jobs.checks import SQLITE_OPTIONS, check_settings
 
 SQLITE_GOOD = {
     "ENGINE": "django.db.backends.sqlite3",
     "NAME": "jobs.sqlite3",
-    "OPTIONS": {
-        "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=5000;",
-    },
+    "OPTIONS": dict(SQLITE_OPTIONS),
 }
+# Django's startproject: SQLite with no OPTIONS at all.
+SQLITE_DJANGO_DEFAULT = {"ENGINE": "django.db.backends.sqlite3", "NAME": "db.sqlite3"}
 
 
 def ids_for(dispatch_jobs: Any) -> set[str]:
@@ -26,11 +29,15 @@ def ids_for(dispatch_jobs: Any) -> set[str]:
         return {message.id for message in check_settings()}
 
 
-def ids_with_jobs_database(database: dict[str, Any]) -> set[str]:
-    """Check ids with DISPATCH_JOBS pointing at an extra alias configured so."""
+def messages_with_jobs_database(database: dict[str, Any]) -> list[Any]:
+    """Check messages with DISPATCH_JOBS pointing at an extra alias configured so."""
     databases = {**settings.DATABASES, "jobs": database}
-    with override_settings(DATABASES=databases):
-        return ids_for({"DATABASE": "jobs"})
+    with override_settings(DATABASES=databases, DISPATCH_JOBS={"DATABASE": "jobs"}):
+        return check_settings()
+
+
+def ids_with_jobs_database(database: dict[str, Any]) -> set[str]:
+    return {message.id for message in messages_with_jobs_database(database)}
 
 
 def test_default_settings_pass() -> None:
@@ -80,10 +87,10 @@ def test_e006_heartbeat_shorter_than_lease() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
-def test_e007_sqlite_needs_immediate_transactions() -> None:
+def test_w002_sqlite_without_immediate_transactions() -> None:
     deferred = {**SQLITE_GOOD, "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;"}}
-    assert "dispatch_jobs.E007" in ids_with_jobs_database(deferred)
-    assert "dispatch_jobs.E007" not in ids_with_jobs_database(SQLITE_GOOD)
+    assert "dispatch_jobs.W002" in ids_with_jobs_database(deferred)
+    assert "dispatch_jobs.W002" not in ids_with_jobs_database(SQLITE_GOOD)
 
 
 @pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
@@ -91,3 +98,34 @@ def test_w001_sqlite_should_use_wal() -> None:
     rollback_journal = {**SQLITE_GOOD, "OPTIONS": {"transaction_mode": "IMMEDIATE"}}
     assert "dispatch_jobs.W001" in ids_with_jobs_database(rollback_journal)
     assert "dispatch_jobs.W001" not in ids_with_jobs_database(SQLITE_GOOD)
+
+
+@pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+def test_django_default_sqlite_gets_one_warning_with_the_docs_options() -> None:
+    """startproject's SQLite: one warning (never an error, so migrate runs), whose
+    hint is the whole OPTIONS dict docs/install.md shows."""
+    messages = messages_with_jobs_database(SQLITE_DJANGO_DEFAULT)
+    assert [m.id for m in messages] == ["dispatch_jobs.W002"]
+    assert all(isinstance(m, Warning) and not m.is_serious() for m in messages)
+    hint = messages[0].hint
+    assert hint.startswith("Set DATABASES['jobs']['OPTIONS'] = {")
+    assert ast.literal_eval(hint[hint.index("{") : hint.rindex("}") + 1]) == SQLITE_OPTIONS
+    assert "docs/install.md" in hint
+
+
+@pytest.mark.parametrize("page", ["docs/install.md", "docs/store.md"])
+def test_docs_recommend_the_options_the_hints_give(page: str) -> None:
+    assert docs_sqlite_options(Path(settings.BASE_DIR) / page) == SQLITE_OPTIONS
+
+
+def docs_sqlite_options(page: Path) -> dict[str, Any]:
+    """The ``"OPTIONS"`` dict of the SQLite ``DATABASES`` block in a docs page
+    (parsed as Python, so its comments do not matter)."""
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)
+    block = next(b for b in blocks if "transaction_mode" in b)
+    for node in ast.walk(ast.parse(block)):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == "OPTIONS":
+                    return ast.literal_eval(value)
+    raise AssertionError(f"{page} shows no SQLite OPTIONS")

@@ -33,7 +33,7 @@ def claim_jobs(opts: ClaimOptions) -> list[Job]:
     then run_at ascending, then id.
     """
     # Both checks come before validation and before any query, as in the seed.
-    if opts.limit <= 0 or not opts.queues:
+    if opts.limit <= 0 or not (opts.queues or opts.every_queue):
         return []
     if opts.grants() and not opts.worker_id:
         raise LeaseWithoutWorker()
@@ -45,12 +45,14 @@ def claim_jobs(opts: ClaimOptions) -> list[Job]:
     return jobs
 
 
-def suspects_waiting(queues: Sequence[str]) -> bool:
+def suspects_waiting(queues: Sequence[str], every_queue: bool = False) -> bool:
     """Whether a suspect (``Quarantine.SUSPECT``: a job to run alone) is ready in
-    ``queues``. Served by the small ``dj_job_suspect`` index: cheap at any size."""
-    if not queues:
+    ``queues`` (in any queue with ``every_queue``). Served by the small
+    ``dj_job_suspect`` index: cheap at any size."""
+    if not queues and not every_queue:
         return False
-    return _eligible(ClaimOptions(queues=list(queues), limit=1, suspects="only")).exists()
+    opts = ClaimOptions(queues=list(queues), every_queue=every_queue, limit=1, suspects="only")
+    return _eligible(opts).exists()
 
 
 # Databases with UPDATE ... RETURNING: the claim is one statement. MariaDB has
@@ -92,6 +94,7 @@ def _statement(alias: str, opts: ClaimOptions) -> tuple[str, tuple[Any, ...]]:
     key = (
         alias,
         tuple(opts.queues),
+        opts.every_queue,
         opts.limit,
         budget,
         tuple(opts.custom_keys),
@@ -179,10 +182,12 @@ def _eligible(opts: ClaimOptions) -> QuerySet[Job]:
     paused = QueueControl.objects.using(db.alias()).filter(paused=True).values("name")
     qs = (
         Job.objects.using(db.alias())
-        .filter(state__in=[JobState.PENDING, JobState.RETRYING], queue__in=list(opts.queues))
+        .filter(state__in=[JobState.PENDING, JobState.RETRYING])
         .filter(run_at__lte=Now())
         .exclude(queue__in=paused)
     )
+    if not opts.every_queue:
+        qs = qs.filter(queue__in=list(opts.queues))
     if opts.reserved_for is not None:
         qs = qs.filter(id=opts.reserved_for)
     if opts.suspects == "exclude":

@@ -15,7 +15,10 @@ class ClaimOptions:
     """What a claimer asks for: the seed's ``DequeueOpts``.
 
     queues:        claim only from these queues. An EMPTY list claims nothing, on
-                   every database (no query is run): callers must name queues.
+                   every database (no query is run): callers must name queues,
+                   or ask for every queue explicitly:
+    every_queue:   claim from any queue; ``queues`` is then ignored. (A worker
+                   whose TASKS backend accepts any queue, or names none.)
     limit:         the most jobs to claim; counts eligible jobs only. ``<= 0``
                    claims nothing and runs no query.
     budget:        free capacity in canonical units. An ABSENT key is
@@ -48,6 +51,7 @@ class ClaimOptions:
 
     queues: Sequence[str]
     limit: int
+    every_queue: bool = False
     budget: Mapping[str, int] | None = None
     custom_keys: Sequence[str] = ()
     prefer_hashes: Sequence[str] = ()

@@ -20,6 +20,7 @@ from .. import store
 from ..models import JobState
 from ..storable import storable_text
 from .executor import EXECUTOR_NAME, Attempt
+from .joblog import log_attempt
 from .outcomes import Kind, Outcome
 from .transient import GaveUp, reset_connection, retry_transient
 
@@ -40,7 +41,7 @@ def persist(
     if logger.isEnabledFor(logging.INFO):
         for attempt in writable:
             if attempt.job.pk not in lost:
-                _log(attempt)
+                log_attempt(attempt)
         for job_id in sorted(lost):
             logger.info("Job %s: lease lost before its outcome was written; discarded.", job_id)
     return discarded | lost
@@ -147,24 +148,6 @@ def _spent(outcome: Outcome) -> store.Spent:
         cpu_time=timedelta(seconds=outcome.cpu_time),
         executor=EXECUTOR_NAME,
     )
-
-
-def _log(attempt: Attempt) -> None:
-    job, outcome = attempt.job, attempt.outcome
-    if outcome.kind == Kind.SUCCESS:
-        logger.info("Job %s %s completed in %.3fs.", job.pk, job.name, outcome.wall_time)
-    elif attempt.retry_in is not None:
-        logger.info(
-            "Job %s %s failed (%s), retry %d/%d in %.1fs.",
-            job.pk,
-            job.name,
-            job.last_error,
-            job.retry_count,
-            job.max_retries,
-            attempt.retry_in.total_seconds(),
-        )
-    else:
-        logger.info("Job %s %s failed for good: %s", job.pk, job.name, job.last_error)
 
 
 class Completer:

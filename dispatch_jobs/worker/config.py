@@ -10,7 +10,7 @@ import os
 import re
 import socket
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -18,9 +18,9 @@ from typing import Any
 from ..conf import settings
 from ..exceptions import DispatchJobsError, InvalidResources
 from ..resources import STANDARD_KEYS, ResourceSet, parse_budget_text
+from .queues import QueueNameError, ServedQueues, served_queues
 
 WORKER_ID_MAX = 100
-QUEUE_MAX = 100
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -56,7 +56,7 @@ def default_worker_id() -> str:
 class WorkerConfig:
     """Everything a worker needs to run, validated."""
 
-    queues: tuple[str, ...]
+    served: ServedQueues
     concurrency: int
     prefetch: int = 0
     budget: ResourceSet = field(default_factory=dict)
@@ -76,13 +76,18 @@ class WorkerConfig:
     metrics_address: tuple[str, int] | None = None
 
     @property
+    def queues(self) -> tuple[str, ...]:
+        """The queues claimed from; empty means every queue."""
+        return self.served.names
+
+    @property
     def custom_keys(self) -> list[str]:
         return sorted(key for key in self.budget if key not in STANDARD_KEYS)
 
     def describe(self) -> str:
         budget = ",".join(f"{k}={v}" for k, v in sorted(self.budget.items())) or "unbounded"
         return (
-            f"queues={','.join(self.queues)} concurrency={self.concurrency} "
+            f"serving {self.served.describe()}; concurrency={self.concurrency} "
             f"prefetch={self.prefetch} budget={budget} "
             f"lease_ttl={self.lease_ttl.total_seconds():g}s "
             f"heartbeat={self.heartbeat.total_seconds():g}s"
@@ -99,7 +104,10 @@ def build_config(options: Mapping[str, Any]) -> WorkerConfig:
         value = options.get(name)
         return default if value is None else value
 
-    queues = _queues(given("queues", settings.worker_queues))
+    try:
+        served = served_queues(options.get("queues"), settings.worker_queues)
+    except QueueNameError as exc:
+        raise WorkerConfigError(str(exc)) from exc
     concurrency = _int("--concurrency", given("concurrency", settings.worker_concurrency), 1)
     prefetch = _int("--prefetch", given("prefetch", settings.worker_prefetch), 0)
     max_jobs = options.get("max_jobs")
@@ -122,7 +130,7 @@ def build_config(options: Mapping[str, Any]) -> WorkerConfig:
             f"--poll-interval ({poll.total_seconds():g}s)."
         )
     return WorkerConfig(
-        queues=queues,
+        served=served,
         concurrency=concurrency,
         prefetch=prefetch,
         budget=_budget(options.get("budget")),
@@ -144,23 +152,6 @@ def build_config(options: Mapping[str, Any]) -> WorkerConfig:
         ),
         metrics_address=_metrics_address(options.get("metrics_port")),
     )
-
-
-def _queues(value: object) -> tuple[str, ...]:
-    names = [value] if isinstance(value, str) else value
-    if not isinstance(names, Sequence) or not names:
-        raise WorkerConfigError("--queue: name at least one queue (a worker claims nothing else).")
-    result: list[str] = []
-    for name in names:
-        for part in str(name).split(","):
-            part = part.strip()
-            if not part or len(part) > QUEUE_MAX:
-                raise WorkerConfigError(
-                    f"--queue: {name!r} is not a queue name (1 to {QUEUE_MAX} characters)."
-                )
-            if part not in result:
-                result.append(part)
-    return tuple(result)
 
 
 def _int(option: str, value: object, low: int) -> int:

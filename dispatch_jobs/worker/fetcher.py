@@ -85,7 +85,9 @@ class Fetcher:
         if now >= self.next_probe:
             self.next_probe = now + self.probe_interval
             self.suspects = retry_transient(
-                lambda: store.suspects_waiting(list(self.config.queues)),
+                lambda: store.suspects_waiting(
+                    list(self.config.queues), every_queue=self.config.served.every
+                ),
                 "looking for suspect jobs",
                 stop=self.stop,
             )
@@ -106,6 +108,7 @@ class Fetcher:
         budget, custom_keys = free_budget(self.config.budget, self.inflight.in_use())
         options = store.ClaimOptions(
             queues=list(self.config.queues),
+            every_queue=self.config.served.every,
             limit=limit,
             budget=budget or None,
             custom_keys=custom_keys,

@@ -61,7 +61,8 @@ class Pacer:
 
 class Listener:
     """PostgreSQL LISTEN on a dedicated autocommit connection; sets ``wake`` when a
-    job is enqueued in one of ``queues``. Does nothing on other databases."""
+    job is enqueued in one of ``queues`` (in any queue when ``queues`` is empty).
+    Does nothing on other databases."""
 
     def __init__(self, queues: Sequence[str], wake: threading.Event, stop: threading.Event):
         self.queues = set(queues)
@@ -122,7 +123,7 @@ class Listener:
             self.wake.set()
             while not self.stop.is_set():
                 for note in conn.notifies(timeout=0.5):
-                    if note.payload in self.queues:
+                    if not self.queues or note.payload in self.queues:
                         self.wake.set()
 
     def _probe(self, conn: Any) -> None:

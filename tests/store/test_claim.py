@@ -8,7 +8,7 @@ import pytest
 
 from dispatch_jobs import store
 from dispatch_jobs.exceptions import LeaseWithoutWorker
-from dispatch_jobs.models import Job, JobState
+from dispatch_jobs.models import Job, JobState, Quarantine
 from tests.factories import JobFactory
 from tests.store.support import capture, claim, db_now, ids, moment, snapshot
 
@@ -53,6 +53,30 @@ def test_only_requested_queues_are_claimed() -> None:
     b = JobFactory.create(queue="b")
     JobFactory.create(queue="c")
     assert sorted(ids(claim(queues=["a", "b"]))) == sorted([a.pk, b.pk])
+
+
+def test_every_queue_claims_from_any_queue_in_claim_order() -> None:
+    low = JobFactory.create(queue="a", priority=1)
+    high = JobFactory.create(queue="zz-" + "q" * 90, priority=5)
+    mid = JobFactory.create(queue="b", priority=3)
+    assert ids(claim(queues=[], every_queue=True)) == [high.pk, mid.pk, low.pk]
+
+
+def test_every_queue_ignores_the_queue_list_and_still_skips_paused_queues() -> None:
+    mail = JobFactory.create(queue="mail")
+    other = JobFactory.create(queue="other")
+    store.pause_queue("mail")
+    assert ids(claim(queues=["nowhere"], every_queue=True)) == [other.pk]
+    store.resume_queue("mail")
+    assert ids(claim(queues=[], every_queue=True, limit=1)) == [mail.pk]
+
+
+def test_suspects_waiting_looks_in_every_queue_when_asked() -> None:
+    JobFactory.create(queue="anywhere", quarantine=Quarantine.SUSPECT)
+    assert not store.suspects_waiting([])
+    assert not store.suspects_waiting(["elsewhere"])
+    assert store.suspects_waiting([], every_queue=True)
+    assert store.suspects_waiting(["anywhere"])
 
 
 def test_limit_truncates() -> None:

@@ -48,6 +48,7 @@ def test_e031_worker_integers(key, bad):
 def test_e032_worker_queues(bad):
     assert "dispatch_jobs.E032" in ids_for({"WORKER_QUEUES": bad})
     assert "dispatch_jobs.E032" not in ids_for({"WORKER_QUEUES": ["a", "b"]})
+    assert "dispatch_jobs.E032" not in ids_for({"WORKER_QUEUES": None})
 
 
 def test_e033_flags_are_booleans():

@@ -12,7 +12,8 @@ from dispatch_jobs.worker.config import WorkerConfigError, build_config, parse_d
 
 def test_defaults_come_from_settings():
     config = build_config({})
-    assert config.queues == ("default",)
+    # tests/settings.py: TASKS["default"]["QUEUES"] = ["default", "high", "low", "emails"]
+    assert config.queues == ("default", "emails", "high", "low")
     assert config.concurrency == 4
     assert config.lease_ttl == timedelta(seconds=30)
     assert config.heartbeat == timedelta(seconds=10)
@@ -29,6 +30,54 @@ def test_settings_override_the_defaults_and_arguments_override_settings():
     assert build_config({}).queues == ("a", "b")
     config = build_config({"queues": ["x,y", "x"], "concurrency": "2"})
     assert (config.queues, config.concurrency, config.max_evictions) == (("x", "y"), 2, 2)
+
+
+DISPATCH = "dispatch_jobs.backend.DispatchBackend"
+IMMEDIATE = "django.tasks.backends.immediate.ImmediateBackend"
+
+
+@pytest.mark.parametrize(
+    ("tasks", "queues", "source"),
+    [
+        # QUEUES absent: Django's backends accept "default" only.
+        ({"default": {"BACKEND": DISPATCH}}, ("default",), "TASKS['default']['QUEUES']"),
+        (
+            {
+                "default": {"BACKEND": DISPATCH, "QUEUES": ["b", "a"]},
+                "bulk": {"BACKEND": DISPATCH, "QUEUES": ["c", "a"]},
+                "inline": {"BACKEND": IMMEDIATE, "QUEUES": ["not-ours"]},
+            },
+            ("a", "b", "c"),
+            "TASKS['default']['QUEUES'], TASKS['bulk']['QUEUES']",
+        ),
+        # An empty QUEUES lets any queue through Django's validation: serve them all.
+        (
+            {
+                "default": {"BACKEND": DISPATCH, "QUEUES": ["a"]},
+                "x": {"BACKEND": DISPATCH, "QUEUES": []},
+            },
+            (),
+            "TASKS['x'], whose QUEUES is empty: any queue",
+        ),
+        ({"default": {"BACKEND": IMMEDIATE}}, (), "TASKS, which names no DispatchBackend"),
+    ],
+)
+def test_without_queue_a_worker_serves_what_tasks_accepts(tasks, queues, source):
+    with override_settings(TASKS=tasks):
+        config = build_config({})
+    assert config.queues == queues
+    assert config.served.every == (queues == ())
+    assert config.served.source == source
+    expected = "every queue" if not queues else f"queues {', '.join(queues)}"
+    assert config.describe().startswith(f"serving {expected} (from {source}); concurrency=")
+
+
+def test_queue_and_worker_queues_win_over_tasks():
+    tasks = {"default": {"BACKEND": DISPATCH, "QUEUES": []}}
+    with override_settings(TASKS=tasks, DISPATCH_JOBS={"WORKER_QUEUES": ["w"]}):
+        assert build_config({}).served.names == ("w",)
+        assert build_config({"queues": ["q"]}).served.names == ("q",)
+        assert build_config({"queues": ["q"]}).served.source == "--queue"
 
 
 def test_budget_is_parsed_into_canonical_units_with_custom_keys():

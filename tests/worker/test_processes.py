@@ -32,6 +32,19 @@ def test_several_workers_complete_every_job_exactly_once(workers):
     assert not Worker.objects.exists()
 
 
+def test_without_queue_the_worker_serves_every_queue_tasks_names(workers):
+    """tests/settings.py: TASKS["default"]["QUEUES"] = default, high, low, emails."""
+    served = [enqueue(tasks.add, 1, 1, queue=name) for name in ("emails", "low", "default")]
+    unnamed = enqueue(tasks.add, 2, 2, queue="not-in-tasks")
+    proc = workers("--burst", *FAST)
+    assert proc.wait() == 0, proc.log()
+    assert {Job.objects.get(pk=j.pk).state for j in served} == {JobState.COMPLETED}
+    assert Job.objects.get(pk=unnamed.pk).state == JobState.PENDING
+    expected = "serving queues default, emails, high, low (from TASKS['default']['QUEUES'])"
+    assert expected in proc.log()
+    assert Worker.objects.count() == 0
+
+
 def test_max_jobs_runs_exactly_that_many_then_exits(workers):
     for i in range(5):
         enqueue(tasks.add, i, 0)
@@ -70,7 +83,7 @@ def test_registry_banner_and_summary(workers):
     assert proc.wait() == 0
     log = proc.log()
     assert "runjobs registry-test starting: database" in log
-    assert "queues=alpha,beta,gamma concurrency=3" in log
+    assert "serving queues alpha, beta, gamma (from --queue); concurrency=3" in log
     assert "jobs/s, in flight" in log
     assert not Worker.objects.filter(id="registry-test").exists()
 

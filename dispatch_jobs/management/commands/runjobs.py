@@ -3,23 +3,33 @@ arguments, then hand over to ``dispatch_jobs.worker.pool.Pool``."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dispatch_jobs.compat import TASKS_LOGGER_NAME
 from dispatch_jobs.worker.config import WorkerConfigError, build_config
+from dispatch_jobs.worker.verbosity import configure_logging
 
-VERBOSITY_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
+VERBOSITY_HELP = (
+    "0: the worker's warnings only; 1 (default): one line per finished job; "
+    "2: also tracebacks, claim batches and Django's task_started/task_finished lines."
+)
 
 
 class Command(BaseCommand):
     help = (
         "Run a worker: claim ready jobs under fenced leases and run them. SIGTERM or "
         "SIGINT drains gracefully (a second signal hands running jobs back at once). "
-        "Defaults come from settings.DISPATCH_JOBS."
+        "Without --queue it serves every queue your TASKS setting lets jobs into; "
+        "other defaults come from settings.DISPATCH_JOBS (docs/worker.md)."
     )
+
+    def create_parser(self, prog_name: str, subcommand: str, **kwargs: Any) -> CommandParser:
+        parser = super().create_parser(prog_name, subcommand, **kwargs)
+        for action in parser._actions:
+            if action.dest == "verbosity":
+                action.help = VERBOSITY_HELP
+        return parser
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -27,8 +37,11 @@ class Command(BaseCommand):
             action="append",
             dest="queues",
             metavar="NAME",
-            help="A queue to claim from (repeatable, or comma-separated). "
-            "Default: DISPATCH_JOBS['WORKER_QUEUES'].",
+            help="A queue to claim from (repeatable, or comma-separated). Default: "
+            "every queue named in the QUEUES of your dispatch_jobs backends in "
+            "settings.TASKS (['default'] when QUEUES is not set; every queue when it "
+            "is []), unless DISPATCH_JOBS['WORKER_QUEUES'] lists them. The queues "
+            "served are logged at start.",
         )
         parser.add_argument(
             "--concurrency", metavar="N", help="Jobs run at once (threads). Default 4."
@@ -98,7 +111,18 @@ class Command(BaseCommand):
             config = build_config(options)
         except WorkerConfigError as exc:
             raise CommandError(str(exc)) from exc
-        self._configure_logging(int(options.get("verbosity", 1)))
+        from dispatch_jobs.conf import settings
+        from dispatch_jobs.worker.schema import unapplied_migrations
+
+        missing = unapplied_migrations(settings.database)
+        if missing is None:
+            pass  # database not answering yet: the worker waits for it, as always
+        elif missing:
+            raise CommandError(
+                f"The job tables are not migrated ({', '.join(missing)} not applied "
+                f"to database {settings.database!r}): run `python manage.py migrate` first."
+            )
+        configure_logging(int(options.get("verbosity", 1)))
         from dispatch_jobs.worker.pool import Pool
 
         try:
@@ -110,18 +134,3 @@ class Command(BaseCommand):
             pool.run()
         finally:
             pool.shutdown.restore()
-
-    def _configure_logging(self, verbosity: int) -> None:
-        """Make the worker's logs visible unless the project configured them."""
-        logger = logging.getLogger("dispatch_jobs")
-        logger.setLevel(VERBOSITY_LEVELS.get(verbosity, logging.DEBUG))
-        if verbosity == 0:
-            # Quiet means quiet: Django's own task_started/task_finished receivers
-            # log every job at INFO, which costs a worker at full speed dearly.
-            logging.getLogger(TASKS_LOGGER_NAME).setLevel(logging.WARNING)
-        if not logger.handlers and not logging.getLogger().handlers:
-            handler = logging.StreamHandler()  # stderr
-            handler.setFormatter(
-                logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-            )
-            logger.addHandler(handler)
