@@ -126,8 +126,9 @@ class Job(models.Model):
             ("pause_queue", "Can pause and resume queues"),
         ]
         indexes = [
-            # The ready claim. Partial on PostgreSQL and SQLite; MariaDB gets a plain
-            # equivalent in migration 0002 because it has no partial indexes.
+            # The ready claim. Partial on PostgreSQL and SQLite; MariaDB has no partial
+            # indexes, and migrations 0002 and 0004 make this name a state-first
+            # plain index there (as for dj_job_lease).
             models.Index(
                 fields=["queue", "-priority", "run_at", "id"],
                 name="dj_job_ready",
