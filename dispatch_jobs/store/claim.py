@@ -19,7 +19,7 @@ from django.db.models.functions import Now, Replace
 from django.db.models.sql import UpdateQuery
 
 from ..exceptions import LeaseWithoutWorker
-from ..models import Job, JobState, Quarantine, QueueControl
+from ..models import READY_STATES, Job, JobState, Quarantine, QueueControl
 from ..resources import CUSTOM_KEY_SEPARATOR as SEP
 from ..resources import STANDARD_KEYS
 from . import db
@@ -163,15 +163,62 @@ def _update_sql(opts: ClaimOptions, chosen: Q) -> tuple[str, tuple[Any, ...]]:
 
 
 def _claim_in_steps(opts: ClaimOptions) -> list[Job]:
-    """MariaDB: lock the candidates (``FOR UPDATE SKIP LOCKED``), update them,
+    """MariaDB: lock exactly the rows to take (``_lock_next``), mark them running,
     read them back, all in one transaction."""
     with transaction.atomic(using=db.alias()):
-        candidates = _eligible(opts).select_for_update(skip_locked=True)
-        ids = list(candidates.values_list("id", flat=True)[: opts.limit])
-        if not ids:
+        taken: list[int] = []
+        seen: list[int] = []
+        while len(taken) < opts.limit:
+            chosen, locked = _lock_next(opts, opts.limit - len(taken), seen)
+            if not chosen:
+                break
+            seen += chosen
+            taken += locked
+        if not taken:
             return []
-        Job.objects.using(db.alias()).filter(id__in=ids).update(**_claim_changes(opts))
-        return list(Job.objects.using(db.alias()).filter(id__in=ids))
+        Job.objects.using(db.alias()).filter(id__in=taken).update(**_claim_changes(opts))
+        return list(Job.objects.using(db.alias()).filter(id__in=taken))
+
+
+def _lock_next(opts: ClaimOptions, need: int, seen: list[int]) -> tuple[list[int], list[int]]:
+    """Choose the next ``need`` ids in claim order without locking, then lock
+    those rows only; returns (chosen, locked and still ready).
+
+    InnoDB's locking read locks every row it reads, and a claim's ORDER BY is not
+    an index order (two ready states, several queues, preferred hashes): a
+    ``SELECT ... ORDER BY ... LIMIT n FOR UPDATE SKIP LOCKED`` reads, and locks,
+    every ready row of the queues before sorting, so a second claimer skips them
+    all and gets nothing. Here the plain read takes no lock; the locking read
+    reads the chosen rows through the primary key alone (forced: on a small
+    table the optimizer would rather scan the whole ready index, locking every
+    row in it), skips those another claimer holds, and tests readiness, queue
+    and fit again on the latest version it locked; under Django's READ
+    COMMITTED a row that no longer qualifies is unlocked at once. ``seen`` (ids
+    chosen before, taken or not) are not chosen again, so the caller's loop
+    ends. The paused-queue test stays in the plain read: in a locking read its
+    sub-select would lock, and skip, rows of the queue table.
+    """
+    chosen = list(_eligible(opts).exclude(id__in=seen).values_list("id", flat=True)[:need])
+    if not chosen:
+        return [], []
+    aliases, fit = _fit_predicate(opts)
+    locking = (
+        Job.objects.using(db.alias())
+        .filter(id__in=chosen, state__in=READY_STATES, queue__in=list(opts.queues))
+        .filter(run_at__lte=Now())
+        .alias(**aliases)
+        .filter(fit)
+        .order_by()
+        .select_for_update(skip_locked=True)
+        .values_list("id", flat=True)
+    )
+    sql, params = locking.query.get_compiler(db.alias()).as_sql()
+    table = connections[db.alias()].ops.quote_name(Job._meta.db_table)
+    by_key = sql.replace(f"FROM {table} ", f"FROM {table} FORCE INDEX (PRIMARY) ", 1)
+    assert by_key != sql, sql
+    with connections[db.alias()].cursor() as cursor:
+        cursor.execute(by_key, params)
+        return chosen, [row[0] for row in cursor.fetchall()]
 
 
 def _eligible(opts: ClaimOptions) -> QuerySet[Job]:
