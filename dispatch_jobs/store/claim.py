@@ -163,44 +163,53 @@ def _update_sql(opts: ClaimOptions, chosen: Q) -> tuple[str, tuple[Any, ...]]:
 
 
 def _claim_in_steps(opts: ClaimOptions) -> list[Job]:
-    """MariaDB: lock exactly the rows to take (``_lock_next``), mark them running,
-    read them back, all in one transaction."""
-    with transaction.atomic(using=db.alias()):
-        taken: list[int] = []
-        seen: list[int] = []
-        while len(taken) < opts.limit:
-            chosen, locked = _lock_next(opts, opts.limit - len(taken), seen)
-            if not chosen:
-                break
-            seen += chosen
-            taken += locked
-        if not taken:
-            return []
-        Job.objects.using(db.alias()).filter(id__in=taken).update(**_claim_changes(opts))
-        return list(Job.objects.using(db.alias()).filter(id__in=taken))
-
-
-def _lock_next(opts: ClaimOptions, need: int, seen: list[int]) -> tuple[list[int], list[int]]:
-    """Choose the next ``need`` ids in claim order without locking, then lock
-    those rows only; returns (chosen, locked and still ready).
+    """MariaDB: choose candidates in claim order without locking, lock exactly
+    the rows to take (``_lock_ready``), mark them running, read them back, all
+    in one transaction.
 
     InnoDB's locking read locks every row it reads, and a claim's ORDER BY is not
     an index order (two ready states, several queues, preferred hashes): a
     ``SELECT ... ORDER BY ... LIMIT n FOR UPDATE SKIP LOCKED`` reads, and locks,
     every ready row of the queues before sorting, so a second claimer skips them
-    all and gets nothing. Here the plain read takes no lock; the locking read
-    reads the chosen rows through the primary key alone (forced: on a small
-    table the optimizer would rather scan the whole ready index, locking every
-    row in it), skips those another claimer holds, and tests readiness, queue
-    and fit again on the latest version it locked; under Django's READ
-    COMMITTED a row that no longer qualifies is unlocked at once. ``seen`` (ids
-    chosen before, taken or not) are not chosen again, so the caller's loop
-    ends. The paused-queue test stays in the plain read: in a locking read its
-    sub-select would lock, and skip, rows of the queue table.
+    all and gets nothing. Instead a plain read (no lock) lists candidates in
+    claim order, a few more than needed (the spares spare a second sort when
+    another claimer holds the head), and the candidates are locked in that
+    order, never more at once than are still needed: the rows taken are the
+    first ones of the order that nobody else holds, as with one locking read.
     """
-    chosen = list(_eligible(opts).exclude(id__in=seen).values_list("id", flat=True)[:need])
-    if not chosen:
-        return [], []
+    alias = db.alias()
+    with transaction.atomic(using=alias):
+        taken: list[int] = []
+        seen: list[int] = []
+        while len(taken) < opts.limit:
+            need = opts.limit - len(taken)
+            candidates = list(
+                _eligible(opts).exclude(id__in=seen).values_list("id", flat=True)[: 2 * need]
+            )
+            if not candidates:
+                break
+            seen += candidates
+            while candidates and len(taken) < opts.limit:
+                chunk = candidates[: opts.limit - len(taken)]
+                del candidates[: len(chunk)]
+                taken += _lock_ready(opts, chunk)
+        if not taken:
+            return []
+        Job.objects.using(alias).filter(id__in=taken).update(**_claim_changes(opts))
+        return list(Job.objects.using(alias).filter(id__in=taken))
+
+
+def _lock_ready(opts: ClaimOptions, chosen: list[int]) -> list[int]:
+    """Lock the ``chosen`` rows that nobody else holds and that still qualify;
+    their ids.
+
+    The rows are read through the primary key alone (forced: on a small table
+    the optimizer would rather scan the whole ready index, locking every row in
+    it); readiness, queue and fit are tested again on the latest version
+    locked, and under Django's READ COMMITTED a row that no longer qualifies is
+    unlocked at once. The paused-queue test stays in the plain read: in a
+    locking read its sub-select would lock, and skip, rows of the queue table.
+    """
     aliases, fit = _fit_predicate(opts)
     locking = (
         Job.objects.using(db.alias())
@@ -218,7 +227,7 @@ def _lock_next(opts: ClaimOptions, need: int, seen: list[int]) -> tuple[list[int
     assert by_key != sql, sql
     with connections[db.alias()].cursor() as cursor:
         cursor.execute(by_key, params)
-        return chosen, [row[0] for row in cursor.fetchall()]
+        return [row[0] for row in cursor.fetchall()]
 
 
 def _eligible(opts: ClaimOptions) -> QuerySet[Job]:

@@ -126,3 +126,30 @@ def test_the_first_claimer_takes_the_head_of_the_order_and_the_second_the_rest()
     first, second = claim_while_another_holds(options, held=4)
     assert ids(first) == ids(expected[:4])
     assert ids(second) == ids(expected[4:])
+
+
+def test_a_claim_holds_row_locks_on_the_rows_it_took_only() -> None:
+    """Counted by the database: the open claim transaction's row locks."""
+    if connection.vendor != "mysql":
+        pytest.skip(
+            "reads InnoDB's per-transaction lock count; PostgreSQL's claim is one "
+            "statement whose sub-select stops at its LIMIT (the tests above cover it)"
+        )
+    JobFactory.create_batch_enqueued(100, queue="default")
+    JobFactory.create_batch_enqueued(100, queue="other", primary_input_hash=HASH)
+    with transaction.atomic():
+        taken = claim(
+            queues=["default", "other"],
+            limit=3,
+            prefer_hashes=[HASH],
+            worker_id="A",
+            lease_ttl=LEASE,
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT trx_rows_locked FROM information_schema.innodb_trx "
+                "WHERE trx_mysql_thread_id = CONNECTION_ID()"
+            )
+            (locked,) = cursor.fetchone()
+    assert len(taken) == 3
+    assert locked == 3
