@@ -222,6 +222,12 @@ class Worker(models.Model):
     state = models.CharField(max_length=16, choices=WorkerState.choices, default=WorkerState.ACTIVE)
     started_at = models.DateTimeField(db_default=Now())
     last_seen_at = models.DateTimeField(db_default=Now(), db_index=True)
+    # Set by the worker's heartbeat while its claims keep failing; cleared once
+    # one succeeds. The admin shows such a worker as unhealthy.
+    claim_error = models.TextField(null=True, blank=True, help_text="The last claim failure.")
+    claim_error_since = models.DateTimeField(
+        null=True, blank=True, help_text="When the current run of claim failures began."
+    )
 
     class Meta:
         ordering = ["hostname", "id"]
