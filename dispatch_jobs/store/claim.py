@@ -205,16 +205,18 @@ def _lock_ready(opts: ClaimOptions, chosen: list[int]) -> list[int]:
 
     The rows are read through the primary key alone (forced: on a small table
     the optimizer would rather scan the whole ready index, locking every row in
-    it); readiness, queue and fit are tested again on the latest version
-    locked, and under Django's READ COMMITTED a row that no longer qualifies is
-    unlocked at once. The paused-queue test stays in the plain read: in a
-    locking read its sub-select would lock, and skip, rows of the queue table.
+    it); readiness, queue, quarantine and fit are tested again on the latest
+    version, locked, and under READ COMMITTED (Django's default) a row that no
+    longer qualifies is unlocked at once. The paused-queue test stays in the plain
+    read: in a locking read its sub-select would lock, and skip, rows of the
+    queue table.
     """
     aliases, fit = _fit_predicate(opts)
     locking = (
         Job.objects.using(db.alias())
         .filter(id__in=chosen, state__in=READY_STATES, queue__in=list(opts.queues))
         .filter(run_at__lte=Now())
+        .filter(_suspect_predicate(opts))
         .alias(**aliases)
         .filter(fit)
         .order_by()
@@ -241,10 +243,7 @@ def _eligible(opts: ClaimOptions) -> QuerySet[Job]:
     )
     if opts.reserved_for is not None:
         qs = qs.filter(id=opts.reserved_for)
-    if opts.suspects == "exclude":
-        qs = qs.exclude(quarantine=Quarantine.SUSPECT)
-    elif opts.suspects == "only":
-        qs = qs.filter(quarantine=Quarantine.SUSPECT)
+    qs = qs.filter(_suspect_predicate(opts))
     aliases, fit = _fit_predicate(opts)
     qs = qs.alias(**aliases).filter(fit)
     order: list = [F("priority").desc()]
@@ -260,6 +259,15 @@ def _eligible(opts: ClaimOptions) -> QuerySet[Job]:
         order.append(F("_unpreferred").asc())
     order += [F("run_at").asc(), F("id").asc()]
     return qs.order_by(*order)
+
+
+def _suspect_predicate(opts: ClaimOptions) -> Q:
+    """Suspects (jobs to run alone) excluded, only, or either (poison attribution)."""
+    if opts.suspects == "exclude":
+        return ~Q(quarantine=Quarantine.SUSPECT)
+    if opts.suspects == "only":
+        return Q(quarantine=Quarantine.SUSPECT)
+    return Q()
 
 
 def _fit_predicate(opts: ClaimOptions) -> tuple[dict[str, object], Q]:
