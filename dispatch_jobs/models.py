@@ -127,7 +127,7 @@ class Job(models.Model):
         ]
         indexes = [
             # The ready claim. Partial on PostgreSQL and SQLite; MariaDB has no partial
-            # indexes, and migrations 0002 and 0005 make this name a state-first
+            # indexes, and migrations 0002 and 0007 make this name a state-first
             # plain index there (as for dj_job_lease).
             models.Index(
                 fields=["queue", "-priority", "run_at", "id"],
@@ -142,7 +142,7 @@ class Job(models.Model):
             ),
             # Suspects waiting to run alone (poison attribution): few rows, and
             # only they are indexed. On MariaDB (no partial indexes) migrations 0004
-            # and 0005 make this name a plain index led by the condition's columns.
+            # and 0007 make this name a plain index led by the condition's columns.
             models.Index(
                 fields=["queue", "run_at"],
                 name="dj_job_suspect",

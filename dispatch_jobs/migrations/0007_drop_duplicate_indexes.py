@@ -45,5 +45,5 @@ def restore_both(apps, schema_editor):
 
 class Migration(migrations.Migration):
     atomic = False  # MariaDB cannot run DDL inside a transaction
-    dependencies = [("dispatch_jobs", "0004_quarantine")]
+    dependencies = [("dispatch_jobs", "0006_rollup")]
     operations = [migrations.RunPython(keep_the_twins, restore_both)]

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("dispatch_jobs", "0005_drop_duplicate_indexes"),
+        ("dispatch_jobs", "0007_drop_duplicate_indexes"),
     ]
 
     operations = [
