@@ -126,8 +126,9 @@ class Job(models.Model):
             ("pause_queue", "Can pause and resume queues"),
         ]
         indexes = [
-            # The ready claim. Partial on PostgreSQL and SQLite; MariaDB gets a plain
-            # equivalent in migration 0002 because it has no partial indexes.
+            # The ready claim. Partial on PostgreSQL and SQLite; MariaDB has no partial
+            # indexes, and migrations 0002 and 0007 make this name a state-first
+            # plain index there (as for dj_job_lease).
             models.Index(
                 fields=["queue", "-priority", "run_at", "id"],
                 name="dj_job_ready",
@@ -140,7 +141,8 @@ class Job(models.Model):
                 condition=Q(state="running"),
             ),
             # Suspects waiting to run alone (poison attribution): few rows, and
-            # only they are indexed. MariaDB gets a plain one in migration 0004.
+            # only they are indexed. On MariaDB (no partial indexes) migrations 0004
+            # and 0007 make this name a plain index led by the condition's columns.
             models.Index(
                 fields=["queue", "run_at"],
                 name="dj_job_suspect",
@@ -221,6 +223,12 @@ class Worker(models.Model):
     state = models.CharField(max_length=16, choices=WorkerState.choices, default=WorkerState.ACTIVE)
     started_at = models.DateTimeField(db_default=Now())
     last_seen_at = models.DateTimeField(db_default=Now(), db_index=True)
+    # Set by the worker's heartbeat while its claims keep failing; cleared once
+    # one succeeds. The admin shows such a worker as unhealthy.
+    claim_error = models.TextField(null=True, blank=True, help_text="The last claim failure.")
+    claim_error_since = models.DateTimeField(
+        null=True, blank=True, help_text="When the current run of claim failures began."
+    )
 
     class Meta:
         ordering = ["hostname", "id"]

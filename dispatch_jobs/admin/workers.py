@@ -1,10 +1,10 @@
 """The workers view: every registered worker, whether it is still heard from,
-and the jobs it holds right now."""
+whether its claims succeed, and the jobs it holds right now."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
@@ -26,6 +26,17 @@ class WorkerRow:
     silent_for: timedelta
     stale: bool
     held: list[Job]
+    # The claim error of a worker whose claims have failed for longer than one
+    # heartbeat ("" when healthy): alive, heard from, and running nothing.
+    unhealthy: str = ""
+
+
+def claim_trouble(worker: Worker, now: datetime) -> str:
+    """The worker's claim error once its claims have failed for over a heartbeat."""
+    since = worker.claim_error_since
+    if not worker.claim_error or since is None:
+        return ""
+    return worker.claim_error if now - since > settings.heartbeat_interval else ""
 
 
 def worker_rows() -> list[WorkerRow]:
@@ -49,7 +60,15 @@ def worker_rows() -> list[WorkerRow]:
         silent = timedelta(
             seconds=int(max(now - worker.last_seen_at, timedelta(0)).total_seconds())
         )
-        rows.append(WorkerRow(worker, silent, silent > stale_after, held[worker.id]))
+        rows.append(
+            WorkerRow(
+                worker,
+                silent,
+                silent > stale_after,
+                held[worker.id],
+                claim_trouble(worker, now),
+            )
+        )
     return rows
 
 
@@ -64,4 +83,5 @@ class WorkerAdmin(OverviewAdmin):
         return {
             "rows": worker_rows(),
             "stale_after": settings.heartbeat_interval * STALE_AFTER_BEATS,
+            "unhealthy_after": settings.heartbeat_interval,
         }

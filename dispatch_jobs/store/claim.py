@@ -19,7 +19,7 @@ from django.db.models.functions import Now, Replace
 from django.db.models.sql import UpdateQuery
 
 from ..exceptions import LeaseWithoutWorker
-from ..models import Job, JobState, Quarantine, QueueControl
+from ..models import READY_STATES, Job, JobState, Quarantine, QueueControl
 from ..resources import CUSTOM_KEY_SEPARATOR as SEP
 from ..resources import STANDARD_KEYS
 from . import db
@@ -166,15 +166,73 @@ def _update_sql(opts: ClaimOptions, chosen: Q) -> tuple[str, tuple[Any, ...]]:
 
 
 def _claim_in_steps(opts: ClaimOptions) -> list[Job]:
-    """MariaDB: lock the candidates (``FOR UPDATE SKIP LOCKED``), update them,
-    read them back, all in one transaction."""
-    with transaction.atomic(using=db.alias()):
-        candidates = _eligible(opts).select_for_update(skip_locked=True)
-        ids = list(candidates.values_list("id", flat=True)[: opts.limit])
-        if not ids:
+    """MariaDB: choose candidates in claim order without locking, lock exactly
+    the rows to take (``_lock_ready``), mark them running, read them back, all
+    in one transaction.
+
+    InnoDB's locking read locks every row it reads, and a claim's ORDER BY is not
+    an index order (two ready states, several queues, preferred hashes): a
+    ``SELECT ... ORDER BY ... LIMIT n FOR UPDATE SKIP LOCKED`` reads, and locks,
+    every ready row of the queues before sorting, so a second claimer skips them
+    all and gets nothing. Instead a plain read (no lock) lists candidates in
+    claim order, a few more than needed (the spares spare a second sort when
+    another claimer holds the head), and the candidates are locked in that
+    order, never more at once than are still needed: the rows taken are the
+    first ones of the order that nobody else holds, as with one locking read.
+    """
+    alias = db.alias()
+    with transaction.atomic(using=alias):
+        taken: list[int] = []
+        seen: list[int] = []
+        while len(taken) < opts.limit:
+            need = opts.limit - len(taken)
+            candidates = list(
+                _eligible(opts).exclude(id__in=seen).values_list("id", flat=True)[: 2 * need]
+            )
+            if not candidates:
+                break
+            seen += candidates
+            while candidates and len(taken) < opts.limit:
+                chunk = candidates[: opts.limit - len(taken)]
+                del candidates[: len(chunk)]
+                taken += _lock_ready(opts, chunk)
+        if not taken:
             return []
-        Job.objects.using(db.alias()).filter(id__in=ids).update(**_claim_changes(opts))
-        return list(Job.objects.using(db.alias()).filter(id__in=ids))
+        Job.objects.using(alias).filter(id__in=taken).update(**_claim_changes(opts))
+        return list(Job.objects.using(alias).filter(id__in=taken))
+
+
+def _lock_ready(opts: ClaimOptions, chosen: list[int]) -> list[int]:
+    """Lock the ``chosen`` rows that nobody else holds and that still qualify;
+    their ids.
+
+    The rows are read through the primary key alone (forced: on a small table
+    the optimizer would rather scan the whole ready index, locking every row in
+    it); readiness, queue, quarantine and fit are tested again on the latest
+    version, locked, and under READ COMMITTED (Django's default) a row that no
+    longer qualifies is unlocked at once. The paused-queue test stays in the plain
+    read: in a locking read its sub-select would lock, and skip, rows of the
+    queue table.
+    """
+    aliases, fit = _fit_predicate(opts)
+    locking = (
+        Job.objects.using(db.alias())
+        .filter(id__in=chosen, state__in=READY_STATES, queue__in=list(opts.queues))
+        .filter(run_at__lte=Now())
+        .filter(_suspect_predicate(opts))
+        .alias(**aliases)
+        .filter(fit)
+        .order_by()
+        .select_for_update(skip_locked=True)
+        .values_list("id", flat=True)
+    )
+    sql, params = locking.query.get_compiler(db.alias()).as_sql()
+    table = connections[db.alias()].ops.quote_name(Job._meta.db_table)
+    by_key = sql.replace(f"FROM {table} ", f"FROM {table} FORCE INDEX (PRIMARY) ", 1)
+    assert by_key != sql, sql
+    with connections[db.alias()].cursor() as cursor:
+        cursor.execute(by_key, params)
+        return [row[0] for row in cursor.fetchall()]
 
 
 def _eligible(opts: ClaimOptions) -> QuerySet[Job]:
@@ -190,10 +248,7 @@ def _eligible(opts: ClaimOptions) -> QuerySet[Job]:
         qs = qs.filter(queue__in=list(opts.queues))
     if opts.reserved_for is not None:
         qs = qs.filter(id=opts.reserved_for)
-    if opts.suspects == "exclude":
-        qs = qs.exclude(quarantine=Quarantine.SUSPECT)
-    elif opts.suspects == "only":
-        qs = qs.filter(quarantine=Quarantine.SUSPECT)
+    qs = qs.filter(_suspect_predicate(opts))
     aliases, fit = _fit_predicate(opts)
     qs = qs.alias(**aliases).filter(fit)
     order: list = [F("priority").desc()]
@@ -209,6 +264,15 @@ def _eligible(opts: ClaimOptions) -> QuerySet[Job]:
         order.append(F("_unpreferred").asc())
     order += [F("run_at").asc(), F("id").asc()]
     return qs.order_by(*order)
+
+
+def _suspect_predicate(opts: ClaimOptions) -> Q:
+    """Suspects (jobs to run alone) excluded, only, or either (poison attribution)."""
+    if opts.suspects == "exclude":
+        return ~Q(quarantine=Quarantine.SUSPECT)
+    if opts.suspects == "only":
+        return Q(quarantine=Quarantine.SUSPECT)
+    return Q()
 
 
 def _fit_predicate(opts: ClaimOptions) -> tuple[dict[str, object], Q]:

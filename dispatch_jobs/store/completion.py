@@ -284,11 +284,24 @@ def purge_finished_jobs(
         state__in=[JobState.FAILED, JobState.CANCELLED],
         completed_at__lt=db.now_minus(failed_retention),
     )
-    ids = list(_jobs().filter(expired).order_by("id").values_list("id", flat=True)[:limit])
-    if not ids:
-        return 0
-    # The collector sets replay_of to NULL on any replay pointing at a purged row.
-    _, per_model = _jobs().filter(id__in=ids).delete()
+    with transaction.atomic(using=db.alias()):
+        # Locked as read (SKIP LOCKED: a row another session is changing, a
+        # replay say, is left for the next run), so nothing can change a chosen
+        # row before the delete; SQLite's IMMEDIATE transaction holds the whole
+        # database instead. The delete tests the predicate again all the same:
+        # it is what decides, row by row, and a DEFERRED SQLite transaction or
+        # a caller's weaker isolation must not make it delete a live row.
+        ids = list(
+            _jobs()
+            .filter(expired)
+            .order_by("id")
+            .select_for_update(skip_locked=True)
+            .values_list("id", flat=True)[:limit]
+        )
+        if not ids:
+            return 0
+        # The collector sets replay_of to NULL on any replay pointing at a purged row.
+        _, per_model = _jobs().filter(expired, id__in=ids).delete()
     return per_model.get(Job._meta.label, 0)
 
 

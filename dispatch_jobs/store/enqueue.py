@@ -137,7 +137,22 @@ def prepare(job: Job, max_payload_bytes: int | None = None) -> Job:
     size = payload_size(job.name, job.payload)
     if size > cap:
         raise PayloadTooLarge(job.name, size, cap)
+    derive_resource_columns(job)
+    job.state = JobState.PENDING
+    return job
+
+
+def derive_resource_columns(job: Job) -> None:
+    """Check ``job.resources`` and set the claim's scalar columns from it. Every
+    write that stores ``resources`` (enqueue, ``update_job``, ``update_leased_job``)
+    goes through here, so the columns the claim compares never disagree with the
+    requirement they are derived from."""
     resources = job.resources or {}
+    if not isinstance(resources, Mapping):
+        raise InvalidJob(
+            f"Resources of {job.name!r} must be a mapping of canonical amounts, "
+            f"got {type(resources).__name__}."
+        )
     try:
         for key, amount in resources.items():
             check_quantity(key, amount)
@@ -147,8 +162,6 @@ def prepare(job: Job, max_payload_bytes: int | None = None) -> Job:
         raise InvalidJob(f"Resources of {job.name!r}: {exc}") from exc
     for attname, value in columns.items():
         setattr(job, attname, value)
-    job.state = JobState.PENDING
-    return job
 
 
 def _check_texts(job: Job) -> None:

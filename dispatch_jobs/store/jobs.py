@@ -10,6 +10,8 @@ from django.db.models.functions import Coalesce, Now
 from ..exceptions import JobNotFound, LeaseLost
 from ..models import Job, JobState
 from . import db
+from .enqueue import derive_resource_columns
+from .leases import _held
 
 
 def _jobs() -> QuerySet[Job]:
@@ -25,7 +27,10 @@ def get_job(job_id: int) -> Job:
 
 def update_job(job: Job) -> None:
     """Whole-row write with no fence. Callers that must respect a lease use
-    ``update_leased_job`` instead."""
+    ``update_leased_job`` instead. The claim's scalar columns (cpu, memory, disk,
+    gpu, custom_keys) are recomputed from ``job.resources``, whatever the caller
+    set them to; resources that are not canonical amounts raise ``InvalidJob``."""
+    derive_resource_columns(job)
     values = {
         field.attname: getattr(job, field.attname)
         for field in Job._meta.concrete_fields
@@ -64,17 +69,16 @@ def count_jobs(*, queue: str = "", state: str = "") -> int:
     return qs.count()
 
 
-def heartbeat_job(job_id: int, worker_id: str) -> None:
-    """Touch a running job's heartbeat (database clock). Raises ``JobNotFound``
-    when the row is gone, ``LeaseLost`` when it is not running under this worker."""
-    if (
-        _jobs()
-        .filter(id=job_id, state=JobState.RUNNING, worker_id=worker_id)
-        .update(heartbeat_at=Now())
-    ):
+def heartbeat_job(job_id: int, worker_id: str, epoch: int) -> None:
+    """The seed's ``HeartbeatJob``: touch a running job's heartbeat (database
+    clock) without extending its lease. A renewal that does not extend, so it
+    sits behind renewal's fence (running, held by ``worker_id``, at ``epoch``):
+    a worker whose lease moved on cannot make the job look alive. Raises
+    ``JobNotFound`` when the row is gone, ``LeaseLost`` when the fence fails."""
+    if _held(job_id, worker_id, epoch).update(heartbeat_at=Now()):
         return
-    job = get_job(job_id)
-    raise LeaseLost(job_id, worker_id, job.lease_epoch)
+    get_job(job_id)
+    raise LeaseLost(job_id, worker_id, epoch)
 
 
 def reap_stale_jobs(threshold: timedelta) -> list[Job]:

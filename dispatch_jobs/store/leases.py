@@ -1,9 +1,10 @@
 """Leases: renewal, reclaim, hand-back, and the fenced write.
 
 The lease-owned columns (worker_id, lease_expires_at, lease_epoch, heartbeat_at)
-have exactly three writers: the grant inside ``claim_jobs``, ``renew_lease(s)``,
-and eviction (``reclaim_expired_leases`` and the drain's ``release_leases``).
-``update_leased_job`` is deliberately not a fourth.
+have exactly three writers: the grant inside ``claim_jobs``, renewal
+(``renew_lease(s)``, and ``heartbeat_job``, a renewal that does not extend, behind
+the same fence), and eviction (``reclaim_expired_leases`` and the drain's
+``release_leases``). ``update_leased_job`` is deliberately not a fourth.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..conf import settings
 from ..exceptions import JobNotFound, LeaseLost
 from ..models import Job, JobState, Quarantine
 from . import db
+from .enqueue import derive_resource_columns
 
 LEASE_COLUMNS = frozenset({"worker_id", "lease_expires_at", "lease_epoch", "heartbeat_at"})
 # Never written by a fenced update: the lease columns, the key, and bookkeeping.
@@ -253,7 +255,9 @@ def _eviction(
 
 def _fenced_update_values(job: Job) -> dict[str, object]:
     """What a fenced write of ``job`` sets: every column but the lease-owned ones,
-    the id and the creation time, taken from ``job``; and ``updated_at``, now."""
+    the id and the creation time, taken from ``job``; and ``updated_at``, now.
+    The claim's scalar columns are recomputed from ``job.resources`` first."""
+    derive_resource_columns(job)
     values: dict[str, object] = {
         field.attname: getattr(job, field.attname)
         for field in Job._meta.concrete_fields
@@ -269,8 +273,9 @@ def update_leased_job(job: Job, worker_id: str, epoch: int) -> None:
 
     Writes every column except the lease-owned ones (and the id and creation
     time): ``job`` is the caller's stale snapshot, and writing its
-    lease_expires_at back would roll the real expiry backwards. Raises
-    ``LeaseLost`` (row untouched) when the fence fails, ``JobNotFound`` when the
+    lease_expires_at back would roll the real expiry backwards. Resources that
+    are not canonical amounts raise ``InvalidJob`` before anything is written.
+    Raises ``LeaseLost`` (row untouched) when the fence fails, ``JobNotFound`` when the
     row is gone.
     """
     if _held(job.pk, worker_id, epoch).update(**_fenced_update_values(job)):

@@ -40,10 +40,31 @@ def register_worker(
     return worker
 
 
-def touch_worker(worker_id: str) -> bool:
-    """Record that the worker is alive. False when its row is gone (it was
-    removed as stale), so the caller can register again."""
-    return bool(_workers().filter(id=worker_id).update(last_seen_at=Now()))
+# A claim error is a driver's message: bounded, and made storable (no NUL, no
+# lone surrogate) so that reporting it can never be what fails.
+CLAIM_ERROR_MAX = 1000
+
+
+def touch_worker(
+    worker_id: str, *, claim_error: str | None = None, failing_for: timedelta | None = None
+) -> bool:
+    """Record that the worker is alive, and whether its claims are failing:
+    ``claim_error`` (the last failure) and ``failing_for`` (since when, measured
+    by the worker, stored by the database's clock), or None for healthy. False
+    when the row is gone (it was removed as stale), so the caller can register
+    again."""
+    error = None if claim_error is None else _storable(claim_error)
+    since = None if error is None else db.now_minus(failing_for or timedelta(0))
+    return bool(
+        _workers()
+        .filter(id=worker_id)
+        .update(last_seen_at=Now(), claim_error=error, claim_error_since=since)
+    )
+
+
+def _storable(text: str) -> str:
+    text = text.replace("\x00", "")[:CLAIM_ERROR_MAX]
+    return text.encode("utf-8", "replace").decode("utf-8") or "(no message)"
 
 
 def set_worker_state(worker_id: str, state: str) -> None:

@@ -11,6 +11,7 @@ from typing import Literal
 from .. import store
 from ..models import Job
 from .config import WorkerConfig
+from .health import ClaimHealth
 from .inflight import Inflight, free_budget
 from .transient import retry_transient
 
@@ -18,7 +19,13 @@ logger = logging.getLogger("dispatch_jobs.worker")
 
 
 class Fetcher:
-    def __init__(self, config: WorkerConfig, inflight: Inflight, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        config: WorkerConfig,
+        inflight: Inflight,
+        stop: threading.Event,
+        claims: ClaimHealth | None = None,
+    ) -> None:
         self.config = config
         self.inflight = inflight
         self.stop = stop
@@ -26,6 +33,7 @@ class Fetcher:
         self.suspects = False  # whether suspects were waiting at the last probe
         self.next_probe = 0.0  # monotonic time of the next probe (0: at once)
         self.probe_interval = config.heartbeat.total_seconds()
+        self.claims = claims or ClaimHealth(config.heartbeat.total_seconds())
 
     def free_slots(self) -> int:
         """Slots for new claims: ``concurrency`` threads plus ``prefetch`` jobs
@@ -117,7 +125,16 @@ class Fetcher:
             suspects=suspects,
             alone=alone,
         )
-        jobs = retry_transient(lambda: store.claim_jobs(options), "claiming jobs", stop=self.stop)
+
+        def claim() -> list[Job]:
+            try:
+                return store.claim_jobs(options)
+            except Exception as exc:  # transient ones are retried, others raised to the pool
+                self.claims.failed(exc)  # logged as an ERROR when it persists
+                raise
+
+        jobs = retry_transient(claim, "claiming jobs", stop=self.stop)
+        self.claims.succeeded()
         if jobs:
             logger.debug("Claimed %d job(s): %s", len(jobs), ", ".join(str(j.pk) for j in jobs))
         return jobs

@@ -34,6 +34,7 @@ from .decode import lease_ttl_of
 from .executor import Attempt, deadline_for, execute
 from .executors import Executors
 from .fetcher import Fetcher
+from .health import ClaimHealth
 from .heartbeat import Heartbeat
 from .inflight import Held, Inflight
 from .maintenance import Maintenance
@@ -61,10 +62,12 @@ class Pool:
         self.inflight = Inflight()
         self.stats = Stats()
         self.summary = Summary(self.stats, config.summary_interval.total_seconds())
-        self.registry = Registry(config)
+        # The fetcher reports failing claims; the registry's touch publishes them.
+        self.claims = ClaimHealth(config.heartbeat.total_seconds())
+        self.registry = Registry(config, self.claims)
         self.pacer = Pacer(config.poll_interval, config.max_poll_interval)
         # A claim stuck on an unreachable database gives up once a drain starts.
-        self.fetcher = Fetcher(config, self.inflight, self.shutdown.draining)
+        self.fetcher = Fetcher(config, self.inflight, self.shutdown.draining, self.claims)
         self.completer = Completer(config.worker_id, self._on_done, self.stop)
         self.heartbeat = Heartbeat(
             config, self.inflight, self.registry, self._on_abandoned, self._on_lost, self.stop
@@ -117,6 +120,8 @@ class Pool:
                 except GaveUp:
                     return
                 except Exception:  # noqa: BLE001 - a failing claim must not end the worker
+                    if self.config.burst:
+                        raise  # a bounded run reports it rather than retrying forever
                     logger.exception("Claiming jobs failed; trying again shortly.")
                     reset_connection()
                     self.wake.wait(self.pacer.idle())

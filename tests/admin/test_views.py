@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from dispatch_jobs import store
 from dispatch_jobs.admin.usage import percentile
+from dispatch_jobs.conf import settings
 from dispatch_jobs.models import Job, Usage, Worker
 from dispatch_jobs.store import ClaimOptions, db
 
@@ -91,6 +92,21 @@ def test_workers_show_capacity_heartbeat_staleness_and_held_jobs(admin_client_):
     assert [j.pk for j in rows["w-live"].held] == sorted(j.pk for j in held)
     assert rows["w-old"].held == []
     assert b"STALE" in response.content and b"h1" in response.content
+
+
+def test_workers_whose_claims_keep_failing_show_unhealthy_with_the_error(admin_client_):
+    for worker_id in ("w-failing", "w-blip", "w-fine"):
+        store.register_worker(worker_id, hostname="h", pid=1, queues=["default"], concurrency=1)
+    beat = settings.heartbeat_interval
+    store.touch_worker("w-failing", claim_error="OperationalError: <b>x</b>", failing_for=2 * beat)
+    store.touch_worker("w-blip", claim_error="OperationalError: blip", failing_for=timedelta(0))
+    response = admin_client_.get(reverse("admin:dispatch_jobs_worker_changelist"))
+    rows = {row.worker.id: row for row in response.context["rows"]}
+    assert rows["w-failing"].unhealthy == "OperationalError: <b>x</b>"
+    assert rows["w-blip"].unhealthy == "" and rows["w-fine"].unhealthy == ""
+    html = response.content.decode()
+    assert "unhealthy: OperationalError: &lt;b&gt;x&lt;/b&gt;" in html  # escaped
+    assert html.count('class="dj-unhealthy-flag"') == 1
 
 
 def test_dead_letter_groups_by_task_and_error_class(admin_client_):

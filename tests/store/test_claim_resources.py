@@ -6,9 +6,11 @@ from datetime import timedelta
 
 import pytest
 
+from dispatch_jobs import store
+from dispatch_jobs.exceptions import InvalidJob, InvalidResources
 from dispatch_jobs.models import Job, JobState
 from tests.factories import JobFactory
-from tests.store.support import claim, db_now, ids
+from tests.store.support import claim, db_now, ids, snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -143,3 +145,50 @@ def test_prefer_hashes_alone_is_still_unbounded() -> None:
     """Only prefer_hashes: custom-key jobs are still claimed (it is no resource term)."""
     custom = JobFactory.create(resources={"fpga": 1})
     assert ids(claim(prefer_hashes=["h1"])) == [custom.pk]
+
+
+# -- a requirement changed after enqueue --------------------------------------------------
+
+BIG_FPGA = {"memory": 64 * GIB, "fpga": 1}
+
+
+def test_update_job_recomputes_what_the_claim_compares() -> None:
+    job = JobFactory.create(resources={"memory": GIB})
+    job.resources = dict(BIG_FPGA)
+    store.update_job(job)
+    assert claim(budget={"memory": 4 * GIB}) == []
+    row = Job.objects.get(pk=job.pk)
+    assert (row.memory, row.custom_keys, row.state) == (64 * GIB, ",fpga,", JobState.PENDING)
+    assert ids(claim(budget={"memory": 64 * GIB}, custom_keys=["fpga"])) == [job.pk]
+
+
+def test_update_leased_job_recomputes_what_the_claim_compares() -> None:
+    """A worker hands a job back for a retry with a bigger requirement: the next
+    claim compares the new one."""
+    JobFactory.create(resources={"memory": GIB})
+    (job,) = claim(budget={"memory": 4 * GIB}, worker_id="w1", lease_ttl=timedelta(minutes=1))
+    job.state = JobState.RETRYING
+    job.run_at = db_now(-timedelta(seconds=1))
+    job.resources = dict(BIG_FPGA)
+    store.update_leased_job(job, "w1", job.lease_epoch)
+    assert claim(budget={"memory": 4 * GIB}) == []
+    assert ids(claim(budget={"memory": 64 * GIB}, custom_keys=["fpga"])) == [job.pk]
+
+
+def test_update_clearing_resources_clears_the_columns() -> None:
+    job = JobFactory.create(resources=dict(BIG_FPGA))
+    job.resources = {}
+    store.update_job(job)
+    assert ids(claim(budget={"memory": 0})) == [job.pk]
+
+
+@pytest.mark.parametrize("resources", [{"memory": "2Gi"}, {"memory": -1}, "2Gi", {"FPGA!": 1}])
+def test_update_with_unreadable_resources_is_refused_unwritten(resources: object) -> None:
+    job = JobFactory.create(resources={"memory": GIB})
+    before = snapshot(job.pk)
+    job.resources = resources
+    with pytest.raises((InvalidJob, InvalidResources)):
+        store.update_job(job)
+    with pytest.raises((InvalidJob, InvalidResources)):
+        store.update_leased_job(job, "w1", job.lease_epoch)
+    assert snapshot(job.pk) == before

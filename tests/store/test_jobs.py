@@ -11,7 +11,7 @@ from dispatch_jobs import store
 from dispatch_jobs.exceptions import JobNotFound, LeaseLost
 from dispatch_jobs.models import Job, JobState
 from tests.factories import JobFactory, running
-from tests.store.support import db_now, ids, moment
+from tests.store.support import db_now, ids, moment, snapshot
 
 pytestmark = pytest.mark.django_db
 
@@ -81,22 +81,41 @@ def test_list_jobs_by_state_filters_and_pages() -> None:
     assert len(store.list_jobs_by_state(JobState.PENDING)) == 5
 
 
-def test_heartbeat_job_touches_a_running_job() -> None:
-    job = JobFactory.create(**running("w1", heartbeat_at=db_now(-timedelta(hours=1))))
-    store.heartbeat_job(job.pk, "w1")
+def test_heartbeat_job_touches_a_running_job_without_extending_it() -> None:
+    job = JobFactory.create(
+        **running(
+            "w1", 3, heartbeat_at=db_now(-timedelta(hours=1)), lease_expires_at=db_now(MINUTE)
+        )
+    )
+    expires = moment(job.pk, "lease_expires_at")
+    store.heartbeat_job(job.pk, "w1", 3)
     assert moment(job.pk, "heartbeat_at") > db_now(-MINUTE)
+    assert moment(job.pk, "lease_expires_at") == expires
+    assert Job.objects.get(pk=job.pk).lease_epoch == 3
 
 
-def test_heartbeat_by_another_worker_is_lease_lost() -> None:
-    job = JobFactory.create(**running("w1"))
+@pytest.mark.parametrize(
+    ("worker_id", "epoch", "state"),
+    [
+        ("w2", 3, JobState.RUNNING),  # another worker
+        ("w1", 2, JobState.RUNNING),  # a stale epoch: the lease moved on (reclaimed, re-granted)
+        ("w1", 4, JobState.RUNNING),  # an epoch never granted
+        ("w1", 3, JobState.PENDING),  # handed back
+    ],
+)
+def test_heartbeat_outside_the_fence_is_lease_lost_and_writes_nothing(
+    worker_id: str, epoch: int, state: str
+) -> None:
+    job = JobFactory.create(**running("w1", 3, state=state))
+    before = snapshot(job.pk)
     with pytest.raises(LeaseLost):
-        store.heartbeat_job(job.pk, "w2")
-    assert Job.objects.get(pk=job.pk).heartbeat_at is None
+        store.heartbeat_job(job.pk, worker_id, epoch)
+    assert snapshot(job.pk) == before
 
 
 def test_heartbeat_of_missing_job_is_job_not_found() -> None:
     with pytest.raises(JobNotFound):
-        store.heartbeat_job(987654, "w1")
+        store.heartbeat_job(987654, "w1", 1)
 
 
 def test_reap_stale_jobs_returns_silent_running_jobs_read_only() -> None:

@@ -35,6 +35,30 @@ def test_touch_worker_reports_a_missing_row() -> None:
     assert store.touch_worker("gone") is False
 
 
+def test_touch_worker_records_failing_claims_by_the_database_clock_then_clears_them() -> None:
+    worker = WorkerFactory.create()
+    assert store.touch_worker(
+        worker.pk, claim_error="OperationalError: lock timeout", failing_for=timedelta(minutes=5)
+    )
+    row = Worker.objects.get(pk=worker.pk)
+    assert row.claim_error == "OperationalError: lock timeout"
+    assert db_now(-timedelta(minutes=6)) < row.claim_error_since < db_now(-timedelta(minutes=4))
+    assert store.touch_worker(worker.pk)  # a claim succeeded since
+    row = Worker.objects.get(pk=worker.pk)
+    assert (row.claim_error, row.claim_error_since) == (None, None)
+
+
+def test_a_claim_error_is_stored_whatever_its_text() -> None:
+    """A driver's message may hold what a column cannot store: reporting it must
+    never be what fails."""
+    worker = WorkerFactory.create()
+    text = "bad \x00 byte, lone \udc80 surrogate, " + "x" * 5000
+    assert store.touch_worker(worker.pk, claim_error=text, failing_for=timedelta(0))
+    stored = Worker.objects.get(pk=worker.pk).claim_error
+    assert stored is not None and stored.startswith("bad  byte, lone ? surrogate, xxx")
+    assert len(stored) == store.workers.CLAIM_ERROR_MAX
+
+
 def test_set_worker_state_draining() -> None:
     worker = WorkerFactory.create()
     store.set_worker_state(worker.pk, WorkerState.DRAINING)

@@ -1,0 +1,195 @@
+"""Each index of the job table exists once, on the database under test.
+
+Read from the database's own catalog (not Django's introspection, which drops
+conditions and operator classes), so the test sees what migrations really built.
+Every write pays for every index; two that serve the same lookups are one too many.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from itertools import combinations
+from typing import NamedTuple
+
+import pytest
+from django.db import connection, models
+from django.db.models import Q
+
+from dispatch_jobs.models import Job
+
+pytestmark = pytest.mark.django_db
+
+TABLE = Job._meta.db_table
+
+
+class Key(NamedTuple):
+    column: str
+    descending: bool
+    opclass: str  # "" for the default
+
+
+class Index(NamedTuple):
+    name: str
+    method: str
+    keys: tuple[Key, ...]
+    condition: str  # "" for none
+    unique: bool
+
+
+def _postgresql() -> list[Index]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT c.relname, am.amname, i.indisunique,
+                   coalesce(pg_get_expr(i.indpred, i.indrelid), ''),
+                   array_agg(a.attname ORDER BY k.n),
+                   array_agg((k.option & 1) = 1 ORDER BY k.n),
+                   array_agg(CASE WHEN oc.opcdefault THEN '' ELSE oc.opcname END ORDER BY k.n)
+            FROM pg_index i
+            JOIN pg_class c ON c.oid = i.indexrelid
+            JOIN pg_am am ON am.oid = c.relam
+            CROSS JOIN LATERAL unnest(i.indkey::int2[], i.indoption::int2[], i.indclass::oid[])
+                WITH ORDINALITY AS k(attnum, option, opclass, n)
+            JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+            JOIN pg_opclass oc ON oc.oid = k.opclass
+            WHERE i.indrelid = %s::regclass
+            GROUP BY c.relname, am.amname, i.indisunique, i.indpred, i.indrelid
+            """,
+            [TABLE],
+        )
+        return [
+            Index(name, method, tuple(map(Key, cols, desc, ops)), cond, unique)
+            for name, method, unique, cond, cols, desc, ops in cursor.fetchall()
+        ]
+
+
+def _mysql() -> list[Index]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT index_name, index_type, non_unique = 0, column_name, collation = 'D' "
+            "FROM information_schema.statistics "
+            "WHERE table_schema = DATABASE() AND table_name = %s "
+            "ORDER BY index_name, seq_in_index",
+            [TABLE],
+        )
+        rows = cursor.fetchall()
+    found: dict[str, Index] = {}
+    for name, method, unique, column, descending in rows:
+        index = found.get(name) or Index(name, method, (), "", bool(unique))
+        found[name] = index._replace(keys=(*index.keys, Key(column, bool(descending), "")))
+    return list(found.values())
+
+
+def _sqlite() -> list[Index]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"PRAGMA index_list({TABLE})")
+        listed = [(row[1], bool(row[2])) for row in cursor.fetchall()]
+        found = []
+        for name, unique in listed:
+            cursor.execute(f"PRAGMA index_xinfo({name})")
+            keys = tuple(Key(row[2], bool(row[3]), "") for row in cursor.fetchall() if row[5])
+            cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [name])
+            sql = cursor.fetchone()[0] or ""  # NULL for the automatic ones
+            where = re.search(r"\bWHERE\b(.*)$", sql, re.IGNORECASE | re.DOTALL)
+            found.append(
+                Index(name, "btree", keys, where.group(1).strip() if where else "", unique)
+            )
+        return found
+
+
+def job_indexes() -> list[Index]:
+    return {"postgresql": _postgresql, "mysql": _mysql, "sqlite": _sqlite}[connection.vendor]()
+
+
+def _state_partitioned(index: Index) -> Index:
+    """An index that leads with the job's state partitions the rest of its key
+    by life-cycle phase, which is what a partial index's condition on the state
+    does: compare it as the index on the remaining columns."""
+    if len(index.keys) > 1 and index.keys[0].column == "state":
+        return index._replace(keys=index.keys[1:], condition="<state>")
+    return index
+
+
+def redundant_pairs(indexes: Iterable[Index]) -> list[tuple[str, str, str]]:
+    """(name, name, why) for every two indexes that serve the same lookups: the
+    same leading column list (a left prefix of the other, or equal; with the
+    same method, directions and operator classes, under the same condition), or
+    the same columns once a leading state is read as the partial condition it
+    stands for."""
+    found = []
+    for a, b in combinations(sorted(indexes), 2):
+        if a.method != b.method:
+            continue
+        short, long_ = sorted((a, b), key=lambda i: len(i.keys))
+        prefix = long_.keys[: len(short.keys)] == short.keys and not short.unique
+        if prefix and short.condition == long_.condition:
+            found.append((short.name, long_.name, "same leading column list"))
+            continue
+        left, right = _state_partitioned(a), _state_partitioned(b)
+        if (a.keys, b.keys) != (left.keys, right.keys) and left.keys == right.keys:
+            found.append((a.name, b.name, "same columns, one partitioned by state"))
+    return found
+
+
+def test_no_two_job_indexes_serve_the_same_lookups() -> None:
+    indexes = job_indexes()
+    assert len(indexes) >= len(Job._meta.indexes)  # the catalog query saw them
+    assert redundant_pairs(indexes) == [], sorted(indexes)
+
+
+def test_every_index_the_model_declares_exists_once_by_its_name() -> None:
+    names = [index.name for index in job_indexes()]
+    for declared in Job._meta.indexes:
+        assert names.count(declared.name) == 1, (declared.name, names)
+
+
+def condition_columns(condition: Q) -> set[str]:
+    """The columns a model index's condition tests (``state__in`` → ``state``)."""
+    columns: set[str] = set()
+    for child in condition.children:
+        if isinstance(child, Q):
+            columns |= condition_columns(child)
+        else:
+            columns.add(Job._meta.get_field(child[0].split("__")[0]).column)
+    return columns
+
+
+@pytest.mark.parametrize(
+    "declared", [i for i in Job._meta.indexes if i.condition is not None], ids=lambda i: i.name
+)
+def test_a_conditional_index_is_partial_or_led_by_its_condition(declared: models.Index) -> None:
+    """Partial on PostgreSQL and SQLite (only the rows it serves enter it); on
+    MariaDB, which has no partial indexes, led by the columns the condition
+    tests: never a plain index on the fields alone, which every row enters."""
+    (built,) = [index for index in job_indexes() if index.name == declared.name]
+    assert declared.condition is not None
+    tested = condition_columns(declared.condition)
+    if built.condition:
+        fields = [Job._meta.get_field(f.lstrip("-")).column for f in declared.fields]
+        assert [key.column for key in built.keys] == fields
+        assert all(column in built.condition for column in tested), built.condition
+    else:
+        leading = {key.column for key in built.keys[: len(tested)]}
+        assert leading == tested, built.keys
+
+
+def _index(name: str, *columns: str, opclass: str = "", condition: str = "") -> Index:
+    return Index(name, "btree", tuple(Key(c, False, opclass) for c in columns), condition, False)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "redundant"),
+    [
+        (_index("a", "queue", "priority"), _index("b", "queue", "priority"), True),
+        (_index("a", "queue"), _index("b", "queue", "priority"), True),
+        (_index("a", "queue", "priority"), _index("b", "state", "queue", "priority"), True),
+        (_index("a", "name"), _index("b", "name", "id", opclass="text_pattern_ops"), False),
+        (_index("a", "name"), _index("b", "name", "id", condition="x"), False),
+        (_index("a", "queue", "id"), _index("b", "queue", "priority"), False),
+        (_index("a", "state", "id"), _index("b", "state", "queue"), False),
+    ],
+)
+def test_the_rule_itself(a: Index, b: Index, redundant: bool) -> None:
+    """The check flags what it should, on hand-made catalogs."""
+    assert bool(redundant_pairs([a, b])) is redundant
