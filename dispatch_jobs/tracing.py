@@ -30,10 +30,11 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 try:
-    from opentelemetry import propagate, trace
+    # (a namespace package: some mypy set-ups do not see its submodules)
+    from opentelemetry import propagate, trace  # type: ignore[attr-defined,unused-ignore]
 except ImportError:  # the extra is not installed: everything here is a no-op
-    propagate = None  # type: ignore[assignment]
-    trace = None  # type: ignore[assignment]
+    propagate = None  # type: ignore[assignment,unused-ignore]
+    trace = None  # type: ignore[assignment,unused-ignore]
 
 if TYPE_CHECKING:
     from .models import Job
