@@ -215,9 +215,10 @@ def _lock_ready(opts: ClaimOptions, chosen: list[int]) -> list[int]:
     queue table.
     """
     aliases, fit = _fit_predicate(opts)
+    queues = Q() if opts.every_queue else Q(queue__in=list(opts.queues))
     locking = (
         Job.objects.using(db.alias())
-        .filter(id__in=chosen, state__in=READY_STATES, queue__in=list(opts.queues))
+        .filter(queues, id__in=chosen, state__in=READY_STATES)
         .filter(run_at__lte=Now())
         .filter(_suspect_predicate(opts))
         .alias(**aliases)
