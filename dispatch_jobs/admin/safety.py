@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.db import OperationalError, connections, transaction
+from django.db import OperationalError
 
 from ..conf import settings
 from ..store import db
@@ -47,18 +47,9 @@ def bounded_queries() -> Iterator[None]:
     transaction, so it ends with that transaction and never leaks onto the
     connection's later queries (a worker or another request sharing it).
     """
-    alias = db.alias()
-    if connections[alias].vendor != "postgresql":
-        yield
-        return
     timeout = settings.admin_statement_timeout
-    milliseconds = max(1, int(timeout.total_seconds() * 1000))
     try:
-        with transaction.atomic(using=alias):
-            with connections[alias].cursor() as cursor:
-                cursor.execute(
-                    "SELECT set_config('statement_timeout', %s, true)", [str(milliseconds)]
-                )
+        with db.statement_timeout(timeout):
             yield
     except OperationalError as exc:
         if _timed_out(exc):

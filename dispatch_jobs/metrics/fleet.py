@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
-from django.db import DatabaseError, connections, transaction
+from django.db import DatabaseError, connections
 from django.db.models import Count, Min
 from django.db.models.functions import Now
 
@@ -67,7 +67,7 @@ class FleetSnapshot:
 
 def read_fleet(cap: int) -> FleetSnapshot:
     """Everything the gauges show, by the bounded queries of the module docstring."""
-    with _bounded():
+    with db.statement_timeout(STATEMENT_TIMEOUT):
         since = live_window()
         live = Worker.objects.using(db.alias()).filter(last_seen_at__gte=db.now_minus(since))
         rows = list(live.values_list("state", "queues"))
@@ -115,28 +115,6 @@ def _capped_ready(queue: str, state: str, cap: int) -> tuple[int, datetime | Non
     )
     found = window.aggregate(count=Count("*"), first=Min("run_at"))
     return int(found["count"]), found["first"]
-
-
-class _bounded:
-    """PostgreSQL: the block's queries under ``statement_timeout``, set with
-    ``SET LOCAL`` inside a transaction so it ends with it and never leaks onto
-    the connection's later queries. Elsewhere the queries run as they are (all
-    are LIMITed or read small tables)."""
-
-    def __enter__(self) -> None:
-        alias = db.alias()
-        self._atomic = None
-        if connections[alias].vendor != "postgresql":
-            return
-        self._atomic = transaction.atomic(using=alias)
-        self._atomic.__enter__()
-        milliseconds = int(STATEMENT_TIMEOUT.total_seconds() * 1000)
-        with connections[alias].cursor() as cursor:
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(milliseconds)])
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._atomic is not None:
-            self._atomic.__exit__(*exc)
 
 
 class FleetCollector:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import DataError, IntegrityError, OperationalError, connections, models
+from django.db import DataError, IntegrityError, OperationalError, connections, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.db.models import Value
@@ -93,3 +95,21 @@ def refused_by_content(exc: BaseException) -> bool:
         return True
     code = exc.args[0] if exc.args else None
     return isinstance(exc, OperationalError) and code in _MYSQL_REFUSALS
+
+
+@contextmanager
+def statement_timeout(timeout: timedelta) -> Iterator[None]:
+    """Run the block's queries under ``timeout`` (PostgreSQL; elsewhere as they are).
+
+    Set with ``set_config(..., is_local => true)`` inside a transaction, so it
+    ends with that transaction and never leaks onto the connection's later
+    queries (a worker or another request sharing it)."""
+    connection = connections[alias()]
+    if connection.vendor != "postgresql":
+        yield
+        return
+    milliseconds = max(1, int(timeout.total_seconds() * 1000))
+    with transaction.atomic(using=connection.alias):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(milliseconds)])
+        yield

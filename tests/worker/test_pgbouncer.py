@@ -60,27 +60,20 @@ def _direct_url(port: int | None = None) -> str:
 
 @pytest.fixture
 def pooled_workers(
-    tmp_path: Path, bouncer: PgBouncer, request: pytest.FixtureRequest
+    workers: Callable[..., WorkerProcess], bouncer: PgBouncer, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., WorkerProcess]]:
-    """Start ``runjobs`` with ``default`` through PgBouncer; ``listen=True`` adds a
-    direct ``listen`` alias as LISTEN_DATABASE."""
-    started: list[WorkerProcess] = []
+    """Start ``runjobs`` (the suite's ``workers``) with ``default`` through
+    PgBouncer; ``listen=True`` adds a direct ``listen`` alias as LISTEN_DATABASE."""
 
     def start(*args: str, listen: bool, listen_url: str = "") -> WorkerProcess:
         env = {"DATABASE_URL": bouncer.url(), "DISPATCH_TEST_POOLED": "1"}
         if listen:
             env["DISPATCH_TEST_LISTEN_URL"] = listen_url or _direct_url()
-        worker = WorkerProcess(tmp_path, *args, env=env)
-        started.append(worker)
-        return worker
+        return workers(*args, env=env)
 
     yield start
-    for worker in started:
-        worker.stop()
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
-        for worker in started:
-            print(f"--- {worker.log_path.name} (pid {worker.pid}) ---\n{worker.log()[-6000:]}")
         print(f"--- pgbouncer ---\n{bouncer.log()[-3000:]}")
 
 
