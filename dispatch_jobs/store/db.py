@@ -81,9 +81,10 @@ connection_created.connect(use_utc_session, dispatch_uid="dispatch_jobs.store.db
 
 # MySQL/MariaDB error codes that refuse a statement for what it carries, though
 # the driver raises some as OperationalError: incorrect string value, data too
-# long, out of range, incorrect datetime, datetime overflow, truncated, invalid JSON, NULL in a NOT
-# NULL column, a failed CHECK constraint, a packet over max_allowed_packet.
-_MYSQL_REFUSALS = frozenset({1048, 1153, 1264, 1265, 1292, 1366, 1406, 1441, 3140, 4025})
+# long, out of range, incorrect datetime, datetime or integer overflow, truncated,
+# invalid JSON, NULL in a NOT NULL column, a failed CHECK constraint, a packet over
+# max_allowed_packet.
+_MYSQL_REFUSALS = frozenset({1048, 1153, 1264, 1265, 1292, 1366, 1406, 1441, 1916, 3140, 4025})
 
 
 def refused_by_content(exc: BaseException) -> bool:

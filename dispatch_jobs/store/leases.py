@@ -157,7 +157,9 @@ def release_leases(worker_id: str, held: Sequence[tuple[int, int]]) -> list[Job]
     if not held:
         return []
     with transaction.atomic(using=db.alias()):
-        kept, _ = _lock_held(worker_id, held)
+        # A row locked elsewhere is skipped, not waited for: its lease lapses and
+        # reclaim takes it back, while the others are handed back now.
+        kept, _ = _lock_held(worker_id, held, skip_locked=True)
         return _evict(kept, None, why=HANDED_BACK)
 
 

@@ -244,3 +244,26 @@ def test_renew_leases_reports_a_deleted_row_as_lost() -> None:
     Job.objects.filter(pk=gone.pk).delete()
     lost = store.renew_leases("w1", [(job.pk, 1, TTL), (gone.pk, 1, TTL)])
     assert lost == {gone.pk}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_release_leases_skips_a_row_locked_elsewhere_and_hands_back_the_others() -> None:
+    if not connection.features.has_select_for_update_skip_locked:
+        pytest.skip(f"{connection.vendor} locks the whole database, not rows: no row to skip")
+    locked, free = leased(), leased()
+    with other_connection_locks(locked.pk):
+        returned = store.release_leases("w1", [(locked.pk, 1), (free.pk, 1)])
+    assert [job.pk for job in returned] == [free.pk]
+    assert Job.objects.get(pk=locked.pk).state == JobState.RUNNING  # its lease will lapse
+
+
+def test_renew_leases_a_refused_ttl_leaves_its_rows_and_renews_the_others() -> None:
+    """An expiry the database cannot represent is that lease's problem alone."""
+    absurd, ordinary = leased(), leased()
+    before = moment(absurd.pk, "lease_expires_at")
+    lost = store.renew_leases(
+        "w1", [(absurd.pk, 1, timedelta(days=999_999_999)), (ordinary.pk, 1, timedelta(hours=1))]
+    )
+    assert lost == set()
+    assert moment(ordinary.pk, "lease_expires_at") > db_now(timedelta(minutes=30))
+    assert moment(absurd.pk, "lease_expires_at") == before
