@@ -257,3 +257,13 @@ class Settings:
 
 
 settings = Settings()
+
+
+def declared_queues() -> set[str]:
+    """``default`` and the queues the dispatch_jobs backends in ``TASKS`` name (their
+    ``QUEUES``): the queues the admin and the metrics show even while empty."""
+    names = {"default"}
+    for config in getattr(django_settings, "TASKS", {}).values():
+        if "dispatch_jobs" in str(config.get("BACKEND", "")):
+            names.update(str(q) for q in config.get("QUEUES", []) or [])
+    return names

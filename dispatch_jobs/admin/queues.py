@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
 
-from django.conf import settings as django_settings
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.core.exceptions import PermissionDenied
@@ -23,7 +22,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from .. import store
-from ..conf import settings
+from ..conf import declared_queues, settings
 from ..models import READY_STATES, Job, JobState, QueueControl, Worker
 from ..store import db
 from .paging import bounded_count
@@ -48,10 +47,7 @@ def fleet(request: HttpRequest | None = None) -> Fleet:
     cached = getattr(request, "_dispatch_jobs_fleet", None)
     if cached is not None:
         return cast(Fleet, cached)
-    names = {"default"}
-    for config in getattr(django_settings, "TASKS", {}).values():
-        if "dispatch_jobs" in str(config.get("BACKEND", "")):
-            names.update(str(q) for q in config.get("QUEUES", []) or [])
+    names = declared_queues()
     worker_ids: list[str] = []
     for key, kind, queues in _fleet_rows():
         if kind == "queue":

@@ -35,12 +35,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings as django_settings
 from django.db import DatabaseError, connections
 from django.db.models import Count, Min
 from django.db.models.functions import Now
 
-from ..conf import settings
+from ..conf import declared_queues, settings
 from ..models import READY_STATES, Job, Worker
 from ..store import db
 from ..store.queues import paused_queues
@@ -82,10 +81,7 @@ def read_fleet(cap: int) -> FleetSnapshot:
 
 
 def _known_queues(worker_rows: list[tuple[str, Any]], paused: set[str]) -> set[str]:
-    names = {"default", *paused}
-    for config in getattr(django_settings, "TASKS", {}).values():
-        if "dispatch_jobs" in str(config.get("BACKEND", "")):
-            names.update(str(q) for q in config.get("QUEUES", []) or [])
+    names = {*declared_queues(), *paused}
     for _state, served in worker_rows:
         if isinstance(served, list):
             names.update(str(q) for q in served)
