@@ -46,7 +46,7 @@ from .validation import (
 )
 
 if TYPE_CHECKING:
-    from .store.enqueue import EncodedJSON, NewJobs
+    from .store import EncodedJSON, NewJobs
 
 # The backend takes no OPTIONS of its own: engine settings live in DISPATCH_JOBS.
 KNOWN_OPTIONS: frozenset[str] = frozenset()
@@ -198,7 +198,7 @@ class DispatchBackend(compat.BaseTaskBackend):
         self, task: compat.Task, definition: DispatchTask, checked: Sequence[_Call]
     ) -> list[compat.TaskResult]:
         """Write validated calls in one INSERT and send ``task_enqueued`` for each."""
-        from .store.enqueue import insert_jobs
+        from .store import insert_jobs
 
         if not checked:
             return []
@@ -268,7 +268,7 @@ def _frozen(call: _Call) -> _Call:
     payload as the value decoded from the text that was checked (the ORM path
     stores the value; a list the caller appends to before the commit would
     otherwise be written as it is then, unchecked)."""
-    from .store.enqueue import EncodedJSON
+    from .store import EncodedJSON
 
     text = call.payload.text
     payload = json.loads(text)
@@ -284,7 +284,7 @@ def _new_jobs(
     every row; each payload is its own; scope and resources are shared unless a
     call differs (a ``resource_func``). The enqueue span's trace context, when
     tracing is on, is shared too (absent otherwise: the column stays NULL)."""
-    from .store.enqueue import NewJobs
+    from .store import NewJobs
 
     shared = _task_columns(definition)
     if trace_context is not None:
@@ -321,7 +321,7 @@ def _task_columns(definition: DispatchTask) -> dict[str, Any]:
 
 def _call_columns(call: _Call) -> dict[str, Any]:
     """The columns one call's scope and resolved resources decide."""
-    from .store.enqueue import resource_columns
+    from .store import resource_columns
 
     columns = resource_columns(call.requests)
     columns["scope_app_id"] = call.scope.app_id

@@ -23,7 +23,7 @@ from .scope import Scope
 from .storable import Unstorable, check_storable_text, locate_unstorable
 
 if TYPE_CHECKING:
-    from .store.enqueue import EncodedJSON
+    from .store import EncodedJSON
 
 NAME_MAX = limits.NAME_MAX
 QUEUE_MAX = limits.QUEUE_MAX
@@ -308,7 +308,7 @@ def _check_size(
     task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any], cap: int
 ) -> EncodedJSON:
     # Imported here: this module loads with the backend, before models are ready.
-    from .store import enqueue as store
+    from . import store
 
     payload = {"args": list(args), "kwargs": dict(kwargs)}
     text = store.encode_payload(task.module_path, payload)

@@ -6,6 +6,9 @@ import pytest
 
 from dispatch_jobs.models import Job
 
+# Every test runs under the write-seam guard: only dispatch_jobs/store/ writes the app's rows.
+pytest_plugins = ["tests.seam"]
+
 
 @pytest.fixture
 def make_job():

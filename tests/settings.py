@@ -34,6 +34,20 @@ elif _db["ENGINE"].endswith("mysql"):
     _db.setdefault("OPTIONS", {})["charset"] = "utf8mb4"
     _db["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_general_ci"}
 
+# tests/engines/: the engine conformance suite runs once per database in one
+# run: the default one, and each URL in DISPATCH_TEST_ENGINES (comma-separated)
+# as an extra alias named after its engine (engine_postgresql, engine_mysql ...).
+for _url in env.list("DISPATCH_TEST_ENGINES", default=[]):
+    _extra = env.db_url_config(_url)
+    _vendor = _extra["ENGINE"].rsplit(".", 1)[-1]
+    if _vendor == "mysql":
+        _extra.setdefault("OPTIONS", {})["charset"] = "utf8mb4"
+        _extra["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_general_ci"}
+    elif _vendor == "sqlite3":
+        _extra["OPTIONS"] = {"transaction_mode": "IMMEDIATE", "timeout": 20}
+        _extra["TEST"] = {"NAME": str(Path(_extra["NAME"]).with_name("test_engines.sqlite3"))}
+    DATABASES[f"engine_{_vendor}"] = _extra
+
 # tests/worker/test_pgbouncer.py: worker processes whose default connection goes
 # through PgBouncer in transaction mode (configured as Django documents for it) and
 # whose LISTEN side, when DISPATCH_TEST_LISTEN_URL is set, goes direct.

@@ -6,8 +6,17 @@ expiry) uses the database's clock. See docs/store.md for the guarantees.
 """
 
 from .claim import claim_jobs, suspects_waiting
-from .completion import Completion, Spent, complete_leased_jobs, purge_finished_jobs
-from .enqueue import enqueue_job, enqueue_jobs, payload_size
+from .completion import complete_leased_jobs, purge_finished_jobs
+from .enqueue import (
+    encode_payload,
+    encoded_size,
+    enqueue_job,
+    enqueue_jobs,
+    insert_jobs,
+    payload_size,
+    prepare,
+    resource_columns,
+)
 from .jobs import (
     count_jobs,
     delete_job,
@@ -33,7 +42,9 @@ from .operations import OperationReport, cancel_jobs, delete_jobs, replay_jobs, 
 from .options import ClaimOptions, ListOptions, Page
 from .queues import pause_queue, paused_queues, resume_queue
 from .rollup import roll_up_finished_jobs, rollup_watermark
+from .rows import NEW_ROW, EncodedJSON, NewJobs
 from .testing_ops import delete_all_jobs  # noqa: F401  (dispatch_jobs.testing)
+from .transitions import Cancelled, Completed, Failed, Retry, Settled, Spent, Transition
 from .usage import list_usage, purge_usage, record_usage, record_usages
 from .workers import (
     deregister_worker,
@@ -47,8 +58,13 @@ from .workers import (
 __all__ = [
     "LEASE_COLUMNS",
     "ClaimOptions",
-    "Completion",
+    "Cancelled",
+    "Completed",
+    "Failed",
+    "Retry",
+    "Settled",
     "Spent",
+    "Transition",
     "NOTIFY_CHANNEL",
     "ListOptions",
     "Page",
@@ -59,7 +75,15 @@ __all__ = [
     "count_jobs",
     "delete_job",
     "deregister_worker",
+    "EncodedJSON",
+    "NEW_ROW",
+    "NewJobs",
+    "encode_payload",
+    "encoded_size",
     "enqueue_job",
+    "insert_jobs",
+    "prepare",
+    "resource_columns",
     "enqueue_jobs",
     "get_job",
     "heartbeat_job",

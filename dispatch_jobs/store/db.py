@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.db import DataError, IntegrityError, OperationalError, connections, models, transaction
+from django.db import connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.db.models import Value
 from django.db.models.functions import Now
 
 from ..conf import settings
+from .engines import Engine, engine_for
 
 
 def alias() -> str:
@@ -39,18 +39,11 @@ def now_minus(delta: timedelta) -> models.Expression:
     )
 
 
-_NOW_SQL = {
-    "postgresql": "SELECT statement_timestamp()",
-    "mysql": "SELECT UTC_TIMESTAMP(6)",
-    "sqlite": "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')",
-}
-
-
 def database_now() -> datetime:
     """Read the database's clock (one query), as an aware UTC datetime. For callers
     that must show or compute with it; comparisons use ``Now()`` inside the query."""
     with connections[alias()].cursor() as cursor:
-        cursor.execute(_NOW_SQL.get(vendor(), "SELECT CURRENT_TIMESTAMP"))
+        cursor.execute(engine().now_sql())
         raw = cursor.fetchone()[0]
     value = datetime.fromisoformat(raw) if isinstance(raw, str) else raw
     if value.tzinfo is None:
@@ -58,33 +51,19 @@ def database_now() -> datetime:
     return value.astimezone(UTC)
 
 
-def use_utc_session(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
-    """Run MySQL/MariaDB sessions of the jobs database in UTC.
-
-    Django stores aware datetimes there as naive UTC, but ``NOW()`` and
-    ``CURRENT_TIMESTAMP`` (``Now()``, the models' ``db_default``) answer in the
-    session's time zone, which defaults to the server's. On a server not running
-    in UTC every readiness and expiry comparison would be off by the offset: a
-    job due now would wait hours, or a live lease look expired. Skipped when the
-    database's TIME_ZONE setting makes Django store local times instead.
-    """
-    if connection.vendor != "mysql" or connection.alias != settings.database:
-        return
-    if connection.timezone_name != "UTC":
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("SET time_zone = '+00:00'")
+def engine() -> Engine:
+    """The engine of the jobs database: where its database-specific statements live."""
+    return engine_for(alias())
 
 
-connection_created.connect(use_utc_session, dispatch_uid="dispatch_jobs.store.db.utc")
+def _connected(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+    """Each new connection of the jobs database set up by its engine (MySQL's
+    sessions in UTC, say)."""
+    if connection.alias == settings.database:
+        engine_for(connection.alias).connected(connection)
 
 
-# MySQL/MariaDB error codes that refuse a statement for what it carries, though
-# the driver raises some as OperationalError: incorrect string value, data too
-# long, out of range, incorrect datetime, datetime or integer overflow, truncated,
-# invalid JSON, NULL in a NOT NULL column, a failed CHECK constraint, a packet over
-# max_allowed_packet.
-_MYSQL_REFUSALS = frozenset({1048, 1153, 1264, 1265, 1292, 1366, 1406, 1441, 1916, 3140, 4025})
+connection_created.connect(_connected, dispatch_uid="dispatch_jobs.store.db.connected")
 
 
 def refused_by_content(exc: BaseException) -> bool:
@@ -92,25 +71,10 @@ def refused_by_content(exc: BaseException) -> bool:
     values it carries: retrying the same values cannot help, but the same rows
     written apart, or other values, can. Anything else (a dropped connection, a
     lock timeout, a deadlock) says nothing about the values."""
-    if isinstance(exc, (DataError, IntegrityError, UnicodeError, ValueError, TypeError)):
-        return True
-    code = exc.args[0] if exc.args else None
-    return isinstance(exc, OperationalError) and code in _MYSQL_REFUSALS
+    return engine().refuses_content(exc)
 
 
-@contextmanager
-def statement_timeout(timeout: timedelta) -> Iterator[None]:
-    """Run the block's queries under ``timeout`` (PostgreSQL; elsewhere as they are).
-
-    Set with ``set_config(..., is_local => true)`` inside a transaction, so it
-    ends with that transaction and never leaks onto the connection's later
-    queries (a worker or another request sharing it)."""
-    connection = connections[alias()]
-    if connection.vendor != "postgresql":
-        yield
-        return
-    milliseconds = max(1, int(timeout.total_seconds() * 1000))
-    with transaction.atomic(using=connection.alias):
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(milliseconds)])
-        yield
+def statement_timeout(timeout: timedelta) -> AbstractContextManager[None]:
+    """Run the block's queries under ``timeout`` (PostgreSQL; elsewhere as they
+    are), never leaking onto the connection's later queries."""
+    return engine().statement_timeout(timeout)

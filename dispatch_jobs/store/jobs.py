@@ -11,7 +11,7 @@ from ..exceptions import JobNotFound, LeaseLost
 from ..models import Job, JobState
 from . import db
 from .enqueue import derive_resource_columns
-from .leases import _held
+from .leases import fenced
 
 
 def _jobs() -> QuerySet[Job]:
@@ -75,7 +75,7 @@ def heartbeat_job(job_id: int, worker_id: str, epoch: int) -> None:
     sits behind renewal's fence (running, held by ``worker_id``, at ``epoch``):
     a worker whose lease moved on cannot make the job look alive. Raises
     ``JobNotFound`` when the row is gone, ``LeaseLost`` when the fence fails."""
-    if _held(job_id, worker_id, epoch).update(heartbeat_at=Now()):
+    if fenced(job_id, worker_id, epoch).update(heartbeat_at=Now()):
         return
     get_job(job_id)
     raise LeaseLost(job_id, worker_id, epoch)

@@ -32,7 +32,7 @@ def _jobs() -> QuerySet[Job]:
     return Job.objects.using(db.alias())
 
 
-def _held(job_id: int, worker_id: str, epoch: int) -> QuerySet[Job]:
+def fenced(job_id: int, worker_id: str, epoch: int) -> QuerySet[Job]:
     """The fence: the row is still running, held by this worker, at this epoch."""
     return _jobs().filter(id=job_id, state=JobState.RUNNING, worker_id=worker_id, lease_epoch=epoch)
 
@@ -41,7 +41,7 @@ def renew_lease(job_id: int, worker_id: str, epoch: int, ttl: timedelta) -> None
     """Extend the lease to database-now + ttl, only while the caller still holds
     it. Raises ``LeaseLost`` otherwise: that is the whole fencing mechanism, a
     paused worker learns within one heartbeat that it no longer owns the job."""
-    if not _held(job_id, worker_id, epoch).update(
+    if not fenced(job_id, worker_id, epoch).update(
         lease_expires_at=db.now_plus(ttl), heartbeat_at=Now()
     ):
         raise LeaseLost(job_id, worker_id, epoch)
@@ -280,7 +280,7 @@ def update_leased_job(job: Job, worker_id: str, epoch: int) -> None:
     Raises ``LeaseLost`` (row untouched) when the fence fails, ``JobNotFound`` when the
     row is gone.
     """
-    if _held(job.pk, worker_id, epoch).update(**_fenced_update_values(job)):
+    if fenced(job.pk, worker_id, epoch).update(**_fenced_update_values(job)):
         return
     if not _jobs().filter(id=job.pk).exists():
         raise JobNotFound(job.pk)

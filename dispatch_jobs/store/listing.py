@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Expression, Func, Q, QuerySet, TextField, Value
+from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Substr
 from django.db.models.lookups import Exact
 
@@ -14,14 +14,6 @@ from . import db
 from .options import ListOptions, Page
 
 CURSOR_SALT = "store.list_jobs"
-
-
-class _Binary(Func):
-    """MariaDB/MySQL compare text case-insensitively by collation; a binary cast
-    makes the prefix test byte-exact."""
-
-    template = "CAST(%(expressions)s AS BINARY)"
-    output_field = TextField()
 
 
 def list_jobs(opts: ListOptions) -> Page:
@@ -65,7 +57,5 @@ def _name_prefix(prefix: str) -> Q:
     database can; the exact comparison of the leading characters decides, since
     LIKE is case-insensitive on SQLite and under MariaDB's default collations.
     """
-    head: Expression = Substr("name", 1, len(prefix))
-    if db.vendor() == "mysql":
-        head = _Binary(head)
+    head = db.engine().exact_text(Substr("name", 1, len(prefix)))
     return Q(name__startswith=prefix) & Q(Exact(head, Value(prefix)))

@@ -17,11 +17,10 @@ from datetime import timedelta
 from django.db import connections
 
 from .. import store
-from ..models import JobState
 from ..storable import storable_text
 from .executor import EXECUTOR_NAME, Attempt
 from .joblog import log_attempt
-from .outcomes import Kind, Outcome
+from .outcomes import Outcome, Verdict
 from .transient import GaveUp, reset_connection, retry_transient
 
 logger = logging.getLogger("dispatch_jobs.worker")
@@ -35,8 +34,8 @@ def persist(
 ) -> set[int]:
     """Write the attempts' outcomes and usage; return the ids whose outcome was
     discarded (lease lost, or cancelled before it finished)."""
-    writable = [a for a in attempts if a.outcome.kind != Kind.CANCELLED]
-    discarded = {a.job.pk for a in attempts if a.outcome.kind == Kind.CANCELLED}
+    writable = [a for a in attempts if a.verdict is not None]
+    discarded = {a.job.pk for a in attempts if a.verdict is None}
     lost = _write(writable, worker_id, stop)
     if logger.isEnabledFor(logging.INFO):
         for attempt in writable:
@@ -57,10 +56,10 @@ def _write(attempts: Sequence[Attempt], worker_id: str, stop: threading.Event | 
     database away) are retried as a whole by ``retry_transient``."""
     if not attempts:
         return set()
-    completions = [_completion(a) for a in attempts]
+    settled = [a.settled(_spent(a.outcome)) for a in attempts]
     try:
         return retry_transient(
-            lambda: store.complete_leased_jobs(worker_id, completions),
+            lambda: store.complete_leased_jobs(worker_id, settled),
             "writing job outcomes",
             stop=stop,
         )
@@ -92,10 +91,10 @@ def _write_refused(
     logger.error("Job %s: the database refused its outcome: %s", job.pk, _describe(error))
     mark_unstorable(attempt, f"the database refused this attempt's outcome: {_describe(error)}")
     for spent in (_spent(attempt.outcome), None):
-        completion = store.Completion(job, attempt.epoch, attempt.retry_in, spent)
+        settled = attempt.settled(spent)
         try:
             return retry_transient(
-                lambda c=completion: store.complete_leased_jobs(worker_id, [c]),  # type: ignore[misc]
+                lambda s=settled: store.complete_leased_jobs(worker_id, [s]),  # type: ignore[misc]
                 "writing a refused outcome",
                 stop=stop,
             )
@@ -113,29 +112,22 @@ def _write_refused(
 
 
 def mark_unstorable(attempt: Attempt, reason: str) -> None:
-    """Turn ``attempt`` (already settled in memory) into a permanent failure whose
-    error is ``reason``: the outcome as it was cannot be stored."""
-    job = attempt.job
+    """Make ``attempt`` a permanent failure whose error is ``reason``: the outcome
+    as it was cannot be stored. Its attempt record keeps what it says, made
+    storable, with the failure's status and class."""
+    assert attempt.verdict is not None
     reason = storable_text(reason, limit=2000)
-    job.state = JobState.FAILED
-    job.return_value = None
-    job.last_error = f"OutcomeNotStorable: {reason}"
-    attempt.retry_in = None
-    log = list(job.attempts) if isinstance(job.attempts, list) else []
-    record = dict(log.pop()) if log and isinstance(log[-1], dict) else {}
     record = {
-        k: storable_text(v, limit=10_000) if isinstance(v, str) else v for k, v in record.items()
+        k: storable_text(v, limit=10_000) if isinstance(v, str) else v
+        for k, v in attempt.verdict.record.items()
     }
     record.update(
         status="failed",
         exception_class="dispatch_jobs.exceptions.OutcomeNotStorable",
         message=reason,
     )
-    job.attempts = [*log, record]
-
-
-def _completion(attempt: Attempt) -> store.Completion:
-    return store.Completion(attempt.job, attempt.epoch, attempt.retry_in, _spent(attempt.outcome))
+    failed = store.Failed(f"OutcomeNotStorable: {reason}", permanent=True)
+    attempt.verdict = Verdict(failed, record)
 
 
 def _describe(error: BaseException) -> str:

@@ -31,6 +31,7 @@ from ..models import Job
 from ..names import TaskNotFound, load_task
 from ..scope import scope
 from ..storable import find_unstorable, storable_text
+from ..store import Settled, Spent
 from ..tracing import execution_span
 from .context import (
     TIMED_OUT,
@@ -42,7 +43,7 @@ from .context import (
     set_current_job,
 )
 from .decode import UndecodableJob, problem_with
-from .outcomes import Kind, Outcome, class_path, is_permanent, settle
+from .outcomes import Kind, Outcome, Verdict, class_path, is_permanent, settle
 from .results import backend_class, has_effect, task_result
 
 EXECUTOR_NAME = "in-process"
@@ -64,13 +65,28 @@ class InvalidReturnValue(Permanent):
 
 @dataclass
 class Attempt:
-    """One finished attempt: the job (settled in memory), its outcome, the retry
-    delay when it goes to retrying, and the epoch it ran under."""
+    """One finished attempt: the job as claimed (never changed), the epoch it ran
+    under, its outcome, and its ``verdict`` (what it does to the job; ``None``
+    when it writes nothing: cancelled, its lease lost or handed back)."""
 
     job: Job
     epoch: int
     outcome: Outcome
-    retry_in: timedelta | None = None
+    verdict: Verdict | None = None
+
+    @property
+    def retry_in(self) -> timedelta | None:
+        return self.verdict.retry_in if self.verdict else None
+
+    def settled(self, spent: Spent | None) -> Settled:
+        """The store's value for this attempt's write."""
+        assert self.verdict is not None
+        verdict = self.verdict
+        return Settled(self.job, self.epoch, verdict.transition, verdict.record, spent)
+
+    def after(self) -> Job:
+        """A copy of the job as this attempt leaves it (for what reports on it)."""
+        return self.settled(None).applied(self.outcome.finished_at)
 
 
 def deadline_for(job: Job) -> float | None:
@@ -83,7 +99,7 @@ def deadline_for(job: Job) -> float | None:
 def execute(
     job: Job, worker_id: str, cancellation: Cancellation, deadline: float | None
 ) -> Attempt:
-    """Run ``job`` once in this thread and settle its outcome in memory."""
+    """Run ``job`` once in this thread; its outcome and what it does to the job."""
     clock = _Clock()
     try:
         problem = problem_with(job)
@@ -135,26 +151,27 @@ def _run_handler(
         # are the handler's doing (the worker's own signals never reach an executor
         # thread: its handlers run on the main thread and only request a drain).
         outcome = clock.outcome(_classify(exc, context, task), exc=exc)
-        retry_in = settle(job, outcome, worker_id, task)
+        attempt = Attempt(job, job.lease_epoch, outcome, settle(job, outcome, worker_id, task))
         # Inside the except block, as Django does: receivers can log sys.exc_info().
-        _send_finished(sender, job, task, outcome)
-        return Attempt(job, job.lease_epoch, outcome, retry_in)
+        _send_finished(sender, attempt, task)
+        return attempt
     outcome = _finished_outcome(clock, context, value)
-    retry_in = settle(job, outcome, worker_id, task)
-    _send_finished(sender, job, task, outcome)
-    return Attempt(job, job.lease_epoch, outcome, retry_in)
+    attempt = Attempt(job, job.lease_epoch, outcome, settle(job, outcome, worker_id, task))
+    _send_finished(sender, attempt, task)
+    return attempt
 
 
-def _send_finished(sender: type, job: Job, task: Any, outcome: Outcome) -> None:
+def _send_finished(sender: type, attempt: Attempt, task: Any) -> None:
     """``task_finished`` for a settled attempt. A failing receiver is logged, never
     raised: the outcome must still be written, or a completed job would run again."""
-    if outcome.kind == Kind.CANCELLED:
+    outcome, job = attempt.outcome, attempt.job
+    if attempt.verdict is None:
         return  # the outcome is discarded; the job is someone else's now
     # Django's receiver logs a failure at ERROR: only a success may go unheard.
     if outcome.kind == Kind.SUCCESS and not has_effect(task_finished, log_task_finished):
         return
     try:
-        task_finished.send(sender=sender, task_result=task_result(job, task))
+        task_finished.send(sender=sender, task_result=task_result(attempt.after(), task))
     except Exception:  # noqa: BLE001
         logger.exception("Job %s: a task_finished receiver failed.", job.pk)
 

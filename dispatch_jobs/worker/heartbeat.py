@@ -116,8 +116,7 @@ class Heartbeat:
     def _abandoned(self, entry: Held) -> Attempt:
         """A timeout outcome written on the handler's behalf: it ignored its
         deadline, and an in-process thread cannot be stopped from outside."""
-        job = entry.snapshot
-        assert job is not None
+        job = entry.job
         finished = timezone.now()
         outcome = Outcome(
             kind=Kind.TIMEOUT,

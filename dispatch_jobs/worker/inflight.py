@@ -10,7 +10,6 @@ outcome is never both written and discarded.
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -24,23 +23,17 @@ from .decode import quantities
 
 @dataclass(eq=False)
 class Held:
-    """One held job: the claimed row, its fence epoch, its renewal TTL, its
-    cancellation and deadline, and a pristine snapshot for a forced outcome."""
+    """One held job: the claimed row (never changed: outcomes are values), its
+    fence epoch, its renewal TTL, its cancellation and deadline."""
 
     job: Job
     epoch: int
     ttl: timedelta
     deadline: float | None = None  # set when the handler starts
     cancellation: Cancellation = field(default_factory=Cancellation)
-    snapshot: Job | None = None
     started: bool = False  # an executor thread took it (else it waits, prefetched)
     _state: str = "running"  # running → finished | dropped
     _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
-        # Only a job with a timeout can need a forced outcome.
-        if self.job.timeout is not None:
-            self.snapshot = _shallow_copy(self.job)
 
     def start(self) -> bool:
         """Claim the right to run the handler. False once dropped (the lease was
@@ -69,16 +62,6 @@ class Held:
     @property
     def is_running(self) -> bool:
         return self._state == "running"
-
-
-def _shallow_copy(job: Job) -> Job:
-    """A copy of ``job`` that the executor's ``settle`` cannot change: settle
-    rebinds attributes (it never mutates a value in place), so copying the
-    attribute dict is enough, and far cheaper than a deep copy per claimed job."""
-    snapshot = Job.__new__(Job)
-    snapshot.__dict__.update(job.__dict__)
-    snapshot._state = copy.copy(job._state)
-    return snapshot
 
 
 class Inflight:

@@ -26,7 +26,8 @@ def log_attempt(attempt: Attempt) -> None:
     if outcome.kind == Kind.SUCCESS:
         logger.info("Job %s %s completed in %s.", job.pk, job.name, duration(outcome.wall_time))
         return
-    error = one_line(job.last_error or outcome.exception_class or outcome.kind)
+    verdict = attempt.verdict
+    error = one_line(getattr(verdict.transition, "error", "") if verdict else outcome.kind)
     trace = ""
     if outcome.traceback and logger.isEnabledFor(logging.DEBUG):
         trace = "\n" + outcome.traceback.rstrip()
@@ -36,7 +37,7 @@ def log_attempt(attempt: Attempt) -> None:
             job.pk,
             job.name,
             error,
-            job.retry_count,
+            job.retry_count + 1,
             job.max_retries,
             attempt.retry_in.total_seconds(),
             trace,

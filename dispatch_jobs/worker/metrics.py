@@ -125,11 +125,12 @@ class WorkerMetrics:
     def settled(self, attempt: Attempt) -> None:
         job = attempt.job
         labels = (job.name, job.queue)
-        if job.state == JobState.COMPLETED:
+        state = attempt.verdict.state if attempt.verdict else None
+        if state == JobState.COMPLETED:
             self.instruments.completed.labels(*labels).inc()
-        elif job.state == JobState.RETRYING:
+        elif state == JobState.RETRYING:
             self.instruments.retried.labels(*labels).inc()
-        elif job.state == JobState.FAILED:
+        elif state == JobState.FAILED:
             self.instruments.failed.labels(*labels).inc()
         self.instruments.run.labels(*labels).observe(attempt.outcome.wall_time)
 

@@ -1,9 +1,11 @@
-"""An attempt's outcome, and what it does to the job row (in memory only).
+"""An attempt's outcome, and what it does to the job row.
 
-``settle`` is pure: it moves the in-memory job to its next state. The completer
-persists it behind the lease fence. Success → completed with the return value;
-an error → retrying after a backoff while retries remain, else failed (the dead
-letter); a permanent error → failed at once; a timeout is a retryable failure.
+``settle`` is pure: it reads the claimed job and the outcome and returns the
+store's transition (``store.transitions``) with the attempt's record; the
+completer hands both to the store, which writes them behind the lease fence.
+Success → completed with the return value; an error → retrying after a backoff
+while retries remain, else failed (the dead letter); a permanent error → failed
+at once; a timeout is a retryable failure.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from django.utils.module_loading import import_string
 
 from ..attempts import attempt_list
 from ..exceptions import Permanent
-from ..models import Job, JobState, Quarantine
+from ..models import Job
+from ..store import Completed, Failed, Retry, Transition
 from .backoff import retry_delay
 
 
@@ -69,33 +72,40 @@ def is_permanent(exc: BaseException, task: Any = None) -> bool:
     return False
 
 
-def settle(job: Job, outcome: Outcome, worker_id: str, task: Any = None) -> timedelta | None:
-    """Apply ``outcome`` to the in-memory ``job``; return the retry delay when the
-    job goes to retrying (``None`` otherwise). Cancelled outcomes change nothing."""
+@dataclass(frozen=True)
+class Verdict:
+    """What an attempt does to its job: the store's ``transition`` and the
+    ``record`` appended to the job's attempt log."""
+
+    transition: Transition
+    record: dict[str, Any]
+
+    @property
+    def state(self) -> str:
+        return self.transition.state
+
+    @property
+    def retry_in(self) -> timedelta | None:
+        return self.transition.delay if isinstance(self.transition, Retry) else None
+
+
+def settle(job: Job, outcome: Outcome, worker_id: str, task: Any = None) -> Verdict | None:
+    """What ``outcome`` does to ``job`` (read, never changed); ``None`` for a
+    cancelled attempt, which writes nothing."""
     if outcome.kind == Kind.CANCELLED:
         return None
-    retry_in: timedelta | None = None
-    job.quarantine = Quarantine.NONE  # it ran to an outcome: it did not kill its worker
+    transition: Transition
     if outcome.kind == Kind.SUCCESS:
-        job.state = JobState.COMPLETED
-        job.return_value = outcome.return_value
+        transition = Completed(outcome.return_value)
         status = "completed"
     elif outcome.kind != Kind.PERMANENT and job.retry_count < job.max_retries:
-        job.retry_count += 1
-        job.state = JobState.RETRYING
-        retry_in = retry_delay(job.retry_count, task)
-        job.run_at = outcome.finished_at + retry_in
+        transition = Retry(retry_delay(job.retry_count + 1, task), _error_line(outcome))
         status = "timeout" if outcome.kind == Kind.TIMEOUT else "retrying"
     else:
-        job.state = JobState.FAILED
+        transition = Failed(_error_line(outcome), permanent=outcome.kind == Kind.PERMANENT)
         status = "timeout" if outcome.kind == Kind.TIMEOUT else "failed"
-    if outcome.failed:
-        job.last_error = _error_line(outcome)
-    if job.state in (JobState.COMPLETED, JobState.FAILED):
-        job.completed_at = outcome.finished_at
-    previous = attempt_list(job.attempts)
-    job.attempts = [*previous, _attempt_record(len(previous) + 1, outcome, worker_id, status)]
-    return retry_in
+    number = len(attempt_list(job.attempts)) + 1
+    return Verdict(transition, _attempt_record(number, outcome, worker_id, status))
 
 
 def _error_line(outcome: Outcome) -> str:

@@ -183,11 +183,12 @@ class Pool:
             self.inflight.remove(held)
         if self.metrics is not None and written:
             self.metrics.settled(attempt)
+        state = attempt.verdict.state if attempt.verdict else None
         if not written:
             self.stats.count("discarded")
-        elif attempt.job.state == JobState.COMPLETED:
+        elif state == JobState.COMPLETED:
             self.stats.count("completed")
-        elif attempt.job.state == JobState.RETRYING:
+        elif state == JobState.RETRYING:
             self.stats.count("retried")
         else:
             self.stats.count("failed")

@@ -483,7 +483,7 @@ def test_a_row_the_database_refuses_leaves_the_callers_transaction_usable():
     get past it, the INSERT runs in a savepoint: the error reaches the caller and
     the transaction goes on. A priority over 64 bits is refused by every database
     (or its driver) without the backend's checks, which ``insert_jobs`` skips."""
-    from dispatch_jobs.store.enqueue import NewJobs, insert_jobs
+    from dispatch_jobs.store import NewJobs, insert_jobs
 
     row = NewJobs(1, {"name": "tests.jobs.tasks.add", "queue": "default", "priority": 2**70}, {})
     refused(lambda: insert_jobs(row), Exception)

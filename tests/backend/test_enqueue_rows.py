@@ -24,7 +24,7 @@ from dispatch_jobs.compat import InvalidTask, Task, TaskResult, task_backends, t
 from dispatch_jobs.models import Job
 from dispatch_jobs.results import job_to_result
 from dispatch_jobs.scope import current_scope, scope
-from dispatch_jobs.store.enqueue import prepare
+from dispatch_jobs.store import prepare
 from dispatch_jobs.validation import InvalidArguments, Unschedulable, aware_run_after
 from tests.backend.typed import dispatch_task
 from tests.jobs import tasks

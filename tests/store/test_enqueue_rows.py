@@ -17,8 +17,8 @@ import pytest
 from django.db import connection
 
 from dispatch_jobs.models import Job, JobState
-from dispatch_jobs.store import enqueue
-from dispatch_jobs.store.enqueue import EncodedJSON, NewJobs, insert_jobs
+from dispatch_jobs.store import EncodedJSON, NewJobs, encode_payload, insert_jobs
+from dispatch_jobs.store.engines import postgresql_insert
 from tests.store.support import capture, db_now, unwrapped
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +53,7 @@ def rows_of(new: NewJobs) -> list[dict[str, Any]]:
 
 
 def payload(value: object) -> EncodedJSON:
-    return EncodedJSON(value, enqueue.encode_payload(NAME, value))
+    return EncodedJSON(value, encode_payload(NAME, value))
 
 
 def check(new: NewJobs) -> list[tuple[Any, ...]]:
@@ -157,7 +157,7 @@ def test_nothing_to_insert_runs_no_query() -> None:
 
 
 def test_statement_shapes_past_the_bound_start_over(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(enqueue, "_MAX_SHAPES", 1)
+    monkeypatch.setattr(postgresql_insert, "_MAX_SHAPES", 1)
     for priority in (0, 1, 2, 0):
         check(NewJobs(2, {"name": NAME, "priority": priority}, {"timeout": [None, None]}))
 

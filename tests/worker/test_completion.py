@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 
 from dispatch_jobs import store
 from dispatch_jobs.models import Job, JobState, Usage
-from dispatch_jobs.store import Completion, Spent
+from dispatch_jobs.store import Cancelled, Completed, Failed, Retry, Settled, Spent, Transition
 from tests.factories import JobFactory, running
 from tests.store.support import db_now, snapshot
 
@@ -23,19 +23,21 @@ def _held(**extra) -> Job:
     )
 
 
+def _settled(job: Job, transition: Transition, spent: Spent | None = None, n: int = 1) -> Settled:
+    """The write of ``job``'s attempt number ``n`` under epoch 4."""
+    return Settled(job, 4, transition, {"attempt": n}, spent)
+
+
 def test_batch_writes_held_jobs_and_reports_lost_ones_untouched():
     mine, stolen = _held(), _held()
     Job.objects.filter(pk=stolen.pk).update(lease_epoch=5, worker_id="w2")
     untouched = snapshot(stolen.pk)
-    for job in (mine, stolen):
-        job.state = JobState.COMPLETED
-        job.return_value = {"ok": True}
-        job.attempts = [{"attempt": 1, "status": "completed"}]
-    lost = store.complete_leased_jobs("w1", [Completion(mine, 4), Completion(stolen, 4)])
+    done = Completed({"ok": True})
+    lost = store.complete_leased_jobs("w1", [_settled(mine, done), _settled(stolen, done)])
     assert lost == {stolen.pk}
     mine.refresh_from_db()
     assert mine.state == JobState.COMPLETED and mine.return_value == {"ok": True}
-    assert mine.completed_at is not None
+    assert mine.attempts == [{"attempt": 1}] and mine.completed_at is not None
     # The lease-owned columns are never written by a completion.
     assert (mine.worker_id, mine.lease_epoch) == ("w1", 4)
     assert snapshot(stolen.pk) == untouched
@@ -43,19 +45,26 @@ def test_batch_writes_held_jobs_and_reports_lost_ones_untouched():
 
 def test_a_retry_runs_after_database_now_plus_the_delay():
     job = _held()
-    job.state = JobState.RETRYING
-    job.retry_count = 1
-    assert store.complete_leased_jobs("w1", [Completion(job, 4, timedelta(seconds=30))]) == set()
+    retry = Retry(timedelta(seconds=30), "Boom: once")
+    assert store.complete_leased_jobs("w1", [_settled(job, retry)]) == set()
     job.refresh_from_db()
+    assert (job.state, job.retry_count, job.last_error) == (JobState.RETRYING, 1, "Boom: once")
     assert timedelta(seconds=29) < job.run_at - db_now() <= timedelta(seconds=30)
     assert job.completed_at is None
+
+
+def test_a_cancelled_job_is_finished_with_its_reason():
+    job = _held()
+    assert store.complete_leased_jobs("w1", [_settled(job, Cancelled("by ops"))]) == set()
+    job.refresh_from_db()
+    assert (job.state, job.last_error) == (JobState.CANCELLED, "by ops")
+    assert job.completed_at is not None and job.return_value is None
 
 
 def test_a_missing_row_counts_as_lost():
     job = _held()
     Job.objects.filter(pk=job.pk).delete()
-    job.state = JobState.COMPLETED
-    assert store.complete_leased_jobs("w1", [Completion(job, 4)]) == {job.pk}
+    assert store.complete_leased_jobs("w1", [_settled(job, Completed())]) == {job.pk}
 
 
 def test_a_mixed_batch_writes_every_outcome_and_leaves_lost_leases_untouched():
@@ -64,13 +73,12 @@ def test_a_mixed_batch_writes_every_outcome_and_leaves_lost_leases_untouched():
     Job.objects.filter(pk=lost_owner.pk).update(worker_id="w2")
     Job.objects.filter(pk=lost_state.pk).update(state=JobState.PENDING)
     untouched = {j.pk: snapshot(j.pk) for j in (lost_epoch, lost_owner, lost_state)}
-    done.state, done.return_value = JobState.COMPLETED, [1, "two", {"3": None}]
-    retry.state, retry.retry_count, retry.last_error = JobState.RETRYING, 1, "boom"
-    dead.state, dead.last_error, dead.attempts = JobState.FAILED, "gone", [{"n": 1}]
-    for job in (lost_epoch, lost_owner, lost_state):
-        job.state = JobState.COMPLETED
-    batch = [Completion(j, 4) for j in (done, dead, lost_epoch, lost_owner, lost_state)]
-    batch.append(Completion(retry, 4, timedelta(seconds=60)))
+    batch = [
+        _settled(done, Completed([1, "two", {"3": None}])),
+        _settled(dead, Failed("gone", permanent=True)),
+        _settled(retry, Retry(timedelta(seconds=60), "boom")),
+    ]
+    batch += [_settled(j, Completed()) for j in (lost_epoch, lost_owner, lost_state)]
 
     lost = store.complete_leased_jobs("w1", batch)
 
@@ -82,23 +90,48 @@ def test_a_mixed_batch_writes_every_outcome_and_leaves_lost_leases_untouched():
     assert (rows[retry.pk].state, rows[retry.pk].retry_count) == (JobState.RETRYING, 1)
     assert rows[retry.pk].completed_at is None
     assert timedelta(seconds=59) < rows[retry.pk].run_at - db_now() <= timedelta(seconds=60)
-    assert (rows[dead.pk].last_error, rows[dead.pk].attempts) == ("gone", [{"n": 1}])
+    assert (rows[dead.pk].state, rows[dead.pk].last_error) == (JobState.FAILED, "gone")
+    assert rows[dead.pk].attempts == [{"attempt": 1}]
     assert rows[dead.pk].completed_at is not None
     for row in rows.values():
         # The lease-owned columns are the grant's, the renewal's and the reclaim's.
         assert (row.worker_id, row.lease_epoch) == ("w1", 4)
 
 
+def test_an_attempt_is_appended_to_the_log_the_job_was_claimed_with():
+    job = _held(attempts=[{"attempt": 1, "status": "retrying"}], retry_count=1)
+    batch = [_settled(job, Completed("ok"), n=2)]
+    assert store.complete_leased_jobs("w1", batch) == set()
+    job.refresh_from_db()
+    assert job.attempts == [{"attempt": 1, "status": "retrying"}, {"attempt": 2}]
+    assert job.retry_count == 1  # a success spends no retry
+
+
+def test_the_claimed_job_is_never_changed_by_its_outcome():
+    job = _held()
+    before = dict(job.__dict__)
+    settled = _settled(job, Retry(timedelta(seconds=5), "boom"))
+    after = settled.applied(db_now())
+    assert (after.state, after.retry_count, after.last_error) == ("retrying", 1, "boom")
+    store.complete_leased_jobs("w1", [settled])
+    assert {k: v for k, v in job.__dict__.items() if k != "_state"} == {
+        k: v for k, v in before.items() if k != "_state"
+    }
+
+
 def test_usage_is_written_with_each_written_outcome_and_never_for_a_lost_one():
     done = _held(name="t.done", queue="q1", scope_app_id="app", resources={"cpu": 500})
+    done_before = [{"n": 1}]
+    Job.objects.filter(pk=done.pk).update(attempts=done_before)
+    done.attempts = done_before
     retry, lost, unmeasured = _held(name="t.retry"), _held(), _held()
     Job.objects.filter(pk=lost.pk).update(lease_epoch=5)
-    done.state, done.attempts = JobState.COMPLETED, [{"n": 1}, {"n": 2}]
-    retry.state, retry.retry_count, retry.attempts = JobState.RETRYING, 1, [{"n": 1}]
-    lost.state = unmeasured.state = JobState.COMPLETED
     spent = Spent(timedelta(milliseconds=1500), timedelta(milliseconds=20), "in-process")
-    batch = [Completion(j, 4, spent=spent) for j in (done, lost)]
-    batch += [Completion(retry, 4, timedelta(seconds=5), spent), Completion(unmeasured, 4)]
+    batch = [_settled(done, Completed(), spent, n=2), _settled(lost, Completed(), spent)]
+    batch += [
+        _settled(retry, Retry(timedelta(seconds=5), "boom"), spent),
+        _settled(unmeasured, Completed()),
+    ]
 
     assert store.complete_leased_jobs("w1", batch) == {lost.pk}
 
@@ -121,10 +154,9 @@ def test_a_batch_is_one_statement_on_postgresql():
     if connection.vendor != "postgresql":
         pytest.skip("SQLite and MariaDB write a batch row by row (one UPDATE per job).")
     jobs = [_held() for _ in range(5)]
-    for job in jobs:
-        job.state = JobState.COMPLETED
     with CaptureQueriesContext(connection) as queries:
-        assert store.complete_leased_jobs("w1", [Completion(j, 4) for j in jobs]) == set()
+        batch = [_settled(j, Completed()) for j in jobs]
+        assert store.complete_leased_jobs("w1", batch) == set()
     statements = [q["sql"] for q in queries if "SAVEPOINT" not in q["sql"]]
     assert len(statements) == 1 and statements[0].lstrip().startswith("WITH")
     assert Job.objects.filter(state=JobState.COMPLETED).count() == 5

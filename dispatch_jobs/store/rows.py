@@ -1,0 +1,33 @@
+"""New job rows as the enqueue verbs hand them to an engine: columns, not models."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+# The RETURNING of insert_jobs: what a task result needs of a new row.
+NEW_ROW = ("id", "created_at")
+
+
+class EncodedJSON:
+    """A JSON column's value together with its encoding, so it is encoded once:
+    the payload cap measures ``text`` and the PostgreSQL INSERT sends it as is;
+    the ORM path stores ``value``. The text differs from Django's encoding in
+    spacing and escapes only (compact, UTF-8 as is): jsonb stores the same."""
+
+    __slots__ = ("text", "value")
+
+    def __init__(self, value: object, text: str) -> None:
+        self.value = value
+        self.text = text
+
+
+class NewJobs(NamedTuple):
+    """New job rows as columns, keyed by attname. ``shared`` holds the values every
+    row has (one parameter for the batch), ``own`` one value per row, in row order.
+    A column in neither gets the model's default; JSON columns may hold
+    ``EncodedJSON``. The state is always pending."""
+
+    size: int  # rows
+    shared: Mapping[str, Any]
+    own: Mapping[str, Sequence[Any]]
