@@ -115,9 +115,12 @@ def scan(source: str, filename: str = "<source>") -> list[str]:
                 mentioned = set(re.findall(r"\w+", receiver))
                 if mentioned & names or "objects" in mentioned and "LogEntry" not in mentioned:
                     found.append(f"{filename}:{node.lineno}: {ast.unparse(node)[:100]}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if written_tables(node.value):
-                found.append(f"{filename}:{node.lineno}: SQL {node.value[:80]!r}")
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and written_tables(node.value)
+        ):
+            found.append(f"{filename}:{node.lineno}: SQL {node.value[:80]!r}")
     return found
 
 

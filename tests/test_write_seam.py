@@ -11,13 +11,13 @@ from tests.seam import PACKAGE, Guard, modules_outside_the_store, scan
 
 pytestmark = pytest.mark.django_db
 
-PLANTED = '''
+PLANTED = """
 from dispatch_jobs.models import Job
 
 
 def plant(pk):
     Job.objects.filter(pk=pk).update(priority=9)
-'''
+"""
 
 
 def test_no_module_outside_the_store_writes_the_apps_rows() -> None:

@@ -96,9 +96,7 @@ def test_claim_keeps_to_the_budget_and_the_offered_custom_keys(alias: str) -> No
     small = _enqueue(alias, 1, resources={"memory": 1 << 20})[0]
     fits = _claim(budget={"memory": 1 << 30})
     assert [j.pk for j in fits] == [small.pk]
-    assert [j.pk for j in _claim(budget={"memory": 1 << 30}, custom_keys=["gpu-a100"])] == [
-        gpu.pk
-    ]
+    assert [j.pk for j in _claim(budget={"memory": 1 << 30}, custom_keys=["gpu-a100"])] == [gpu.pk]
     assert [j.pk for j in _claim()] == [big.pk]  # unbounded: the resource model is off
 
 
