@@ -91,3 +91,13 @@ class Permanent(DispatchJobsError):
     def __init__(self, error: BaseException | str) -> None:
         self.error = error
         super().__init__(str(error))
+
+
+class UnsupportedDatabase(DispatchJobsError):
+    """The jobs database is not one dispatch_jobs has an engine for."""
+
+    def __init__(self, vendor: str) -> None:
+        super().__init__(
+            f"dispatch_jobs runs on PostgreSQL, SQLite and MySQL/MariaDB; the jobs database "
+            f"(DISPATCH_JOBS['DATABASE']) is {vendor!r}."
+        )

@@ -165,3 +165,11 @@ def test_a_statement_timeout_ends_with_its_block(alias: str) -> None:
 def test_notify_is_silent_where_the_database_has_none(alias: str) -> None:
     store.notify_queues(["default", "default", "q1"])  # never an error
     assert engine().notifies == (connections[alias].vendor == "postgresql")
+
+
+def test_a_database_without_an_engine_is_refused_by_name() -> None:
+    from dispatch_jobs.exceptions import UnsupportedDatabase
+    from dispatch_jobs.store.engines import _build
+
+    with pytest.raises(UnsupportedDatabase, match="'oracle'"):
+        _build("oracle")

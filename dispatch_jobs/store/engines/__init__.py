@@ -37,8 +37,11 @@ class Engine(Protocol):
     """What the store needs of a database, verb by verb."""
 
     vendor: str
-    # LISTEN/NOTIFY: enqueue wakes idle workers without waiting for their poll.
-    notifies: bool
+
+    @property
+    def notifies(self) -> bool:
+        """LISTEN/NOTIFY: enqueue wakes idle workers without waiting for their poll."""
+        ...
 
     def now_sql(self) -> str:
         """A SELECT reading the database's clock as UTC."""
@@ -108,6 +111,6 @@ def _build(vendor: str) -> Engine:
         from .mysql import MySQL
 
         return MySQL()
-    from ...exceptions import ImproperlyConfiguredDatabase
+    from ...exceptions import UnsupportedDatabase
 
-    raise ImproperlyConfiguredDatabase(vendor)
+    raise UnsupportedDatabase(vendor)

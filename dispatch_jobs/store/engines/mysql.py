@@ -40,7 +40,7 @@ class _Binary(Func):
 
 class MySQL:
     vendor = "mysql"
-    notifies = False
+    notifies = False  # workers poll
 
     def now_sql(self) -> str:
         return "SELECT UTC_TIMESTAMP(6)"

@@ -24,7 +24,7 @@ from . import portable
 
 class SQLite:
     vendor = "sqlite"
-    notifies = False
+    notifies = False  # workers poll
 
     def __init__(self) -> None:
         self.claims = portable.ReturningClaims(self._chosen)
