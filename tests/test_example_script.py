@@ -218,9 +218,10 @@ def test_example_runs_as_a_newcomer_and_drains_on_ctrl_c(newcomer: Newcomer):
             start_new_session=True,  # its own process group, as in a terminal
         )
     try:
-        _wait(lambda: f"admin: http://127.0.0.1:{port}/admin/" in log_path.read_text(), 900)
-        _wait(lambda: _status(f"http://127.0.0.1:{port}/admin/login/") == 200, 120)
-        _wait(lambda: re.search(r"Job \d+ \S+ completed in", log_path.read_text()), 120)
+        ended = script.poll
+        _wait(lambda: f"admin: http://127.0.0.1:{port}/admin/" in log_path.read_text(), 900, ended)
+        _wait(lambda: _status(f"http://127.0.0.1:{port}/admin/login/") == 200, 120, ended)
+        _wait(lambda: re.search(r"Job \d+ \S+ completed in", log_path.read_text()), 120, ended)
         # nightly_export runs for 45 s: Ctrl-C must drain it, not abandon it.
         os.killpg(script.pid, signal.SIGINT)
         assert script.wait(120) == 0, log_path.read_text()
@@ -260,11 +261,15 @@ def test_example_runs_as_a_newcomer_and_drains_on_ctrl_c(newcomer: Newcomer):
     assert not newcomer.calls.exists(), newcomer.calls.read_text()
 
 
-def _wait(predicate, timeout: float) -> None:
+def _wait(predicate, timeout: float, exited=None) -> None:
+    """Wait for ``predicate``; fail at once when ``exited()`` (a Popen's poll)
+    says the process it waits on has ended."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if predicate():
             return
+        if exited is not None and exited() is not None:
+            raise AssertionError(f"the process ended (status {exited()}) before it was ready")
         time.sleep(0.5)
     raise AssertionError(f"timed out after {timeout}s")
 
