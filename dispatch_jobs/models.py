@@ -99,6 +99,10 @@ class Job(models.Model):
     lone_evictions = models.IntegerField(
         default=0, help_text="Evictions while running alone: the evidence of poison."
     )
+    # An operator asked for this running job to stop: its worker sees the mark at
+    # its next heartbeat, stops the handler and writes the job cancelled.
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_by = models.CharField(max_length=150, blank=True, default="")
     return_value = models.JSONField(null=True, blank=True)
     replay_of = models.OneToOneField(
         "self",

@@ -44,13 +44,15 @@ class JobAction:
     verb: str
     permission: str  # ModelAdmin.has_<permission>_permission decides
     eligible: tuple[str, ...]
-    run: Callable[[list[int]], OperationReport]
+    run: Callable[[list[int], str], OperationReport]  # (ids, who acts)
     log_flag: int
     destructive: bool = False
 
     def log_message(self, report: OperationReport, job_id: int) -> str:
         if job_id in report.created:
             return f"Retried as job #{report.created[job_id]}."
+        if job_id in report.requested:
+            return "Cancel requested while running, from the admin."
         return f"{self.verb.capitalize()} from the admin."
 
 
@@ -63,7 +65,7 @@ ACTIONS: dict[str, JobAction] = {
             "retried",
             "retry",
             tuple(REPLAYABLE_STATES),
-            store.replay_jobs,
+            lambda ids, by: store.replay_jobs(ids),
             CHANGE,
         ),
         JobAction(
@@ -71,7 +73,7 @@ ACTIONS: dict[str, JobAction] = {
             "Cancel",
             "cancelled",
             "cancel",
-            tuple(READY_STATES),
+            (*READY_STATES, JobState.RUNNING),  # a running job is asked to stop
             store.cancel_jobs,
             CHANGE,
             destructive=True,
@@ -82,7 +84,7 @@ ACTIONS: dict[str, JobAction] = {
             "moved to run now",
             "run_now",
             tuple(READY_STATES),
-            store.run_jobs_now,
+            lambda ids, by: store.run_jobs_now(ids),
             CHANGE,
         ),
         JobAction(
@@ -91,7 +93,7 @@ ACTIONS: dict[str, JobAction] = {
             "deleted",
             "delete",
             tuple(s for s in JobState.values if s != JobState.RUNNING),
-            store.delete_jobs,
+            lambda ids, by: store.delete_jobs(ids),
             DELETION,
             destructive=True,
         ),
@@ -226,9 +228,10 @@ class JobActionsMixin:
     ) -> HttpResponse:
         # Captured before the action: a deleted job can still be named in the log.
         before = {job.id: job for job in Job.objects.using(db.alias()).filter(id__in=ids)}
-        report = action.run(ids)
+        report = action.run(ids, request.user.get_username())
         _log(request, action, report, before)
-        level = messages.SUCCESS if report.done and not report.skipped else messages.WARNING
+        acted = report.done or report.requested
+        level = messages.SUCCESS if acted and not report.skipped else messages.WARNING
         messages.add_message(request, level, _describe(action, report))
         return HttpResponseRedirect(next_url)
 
@@ -255,7 +258,7 @@ def _log(
                 action_flag=action.log_flag,
                 change_message=action.log_message(report, job_id),
             )
-            for job_id in report.done
+            for job_id in [*report.done, *report.requested]
             if job_id in jobs
         ]
     )
@@ -266,6 +269,11 @@ def _describe(action: JobAction, report: OperationReport) -> str:
     if report.created:
         shown = ", ".join(f"#{old} → #{new}" for old, new in list(report.created.items())[:5])
         text += f" ({shown}{', …' if len(report.created) > 5 else ''})"
+    if report.requested:
+        text += (
+            f"; {len(report.requested)} running job(s) asked to stop: their workers stop "
+            "them at the next heartbeat and mark them cancelled"
+        )
     if report.skipped:
         reasons = "; ".join(f"#{i} {why}" for i, why in list(report.skipped.items())[:5])
         more = f"; and {len(report.skipped) - 5} more" if len(report.skipped) > 5 else ""

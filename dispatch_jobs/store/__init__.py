@@ -29,6 +29,8 @@ from .jobs import (
 from .leadership import acquire_leadership, leader_of, release_leadership
 from .leases import (
     LEASE_COLUMNS,
+    cancel_message,
+    cancel_requests,
     reclaim_expired_leases,
     release_leases,
     renew_lease,
@@ -118,6 +120,8 @@ __all__ = [
     "update_leased_job",
     "OperationReport",
     "cancel_jobs",
+    "cancel_message",
+    "cancel_requests",
     "delete_jobs",
     "replay_jobs",
     "run_jobs_now",

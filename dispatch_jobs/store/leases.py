@@ -187,11 +187,23 @@ def _evict(ids: list[int], max_evictions: int | None, *, why: str = LAPSED) -> l
         _jobs()
         .filter(id__in=ids)
         .order_by("id")
-        .values_list("id", "worker_id", "started_at", "attempts", "quarantine", "lone_evictions")
+        .values_list(
+            "id",
+            "worker_id",
+            "started_at",
+            "attempts",
+            "quarantine",
+            "lone_evictions",
+            "cancel_requested_by",
+            "cancel_requested_at",
+        )
     )
     now = db.database_now()
-    for job_id, holder, started_at, attempts, quarantine, lone in rows:
+    for job_id, holder, started_at, attempts, quarantine, lone, by, requested in rows:
         values = _eviction(holder, started_at, attempts, quarantine, lone, max_evictions, why, now)
+        if requested is not None:
+            # An operator asked for it to stop: it stops here, never to run again.
+            values.update(_cancelled_on_eviction(values, by))
         _jobs().filter(id=job_id).update(**values)
     return list(_jobs().filter(id__in=ids).order_by("id"))
 
@@ -253,6 +265,37 @@ def _eviction(
     }
     values["attempts"] = [*log, entry]
     return values
+
+
+def _cancelled_on_eviction(values: dict[str, object], by: str) -> dict[str, object]:
+    """An eviction of a job whose stop was requested finishes it, cancelled."""
+    entries = list(values["attempts"])  # type: ignore[call-overload]
+    entries[-1] = {**entries[-1], "status": "cancelled"}
+    return dict(
+        state=JobState.CANCELLED,
+        completed_at=Now(),
+        quarantine=Quarantine.NONE,
+        last_error=cancel_message(by),
+        attempts=entries,
+    )
+
+
+def cancel_message(by: str) -> str:
+    """``last_error`` of a job stopped at an operator's request."""
+    return f"Cancelled while running, at the request of {by or 'an operator'}."
+
+
+def cancel_requests(worker_id: str, job_ids: Sequence[int]) -> dict[int, str]:
+    """Of ``job_ids``, those this worker holds whose stop an operator requested,
+    with who requested it. One read by key: a heartbeat asks every beat."""
+    if not job_ids:
+        return {}
+    return dict(
+        _jobs()
+        .filter(id__in=list(job_ids), worker_id=worker_id, state=JobState.RUNNING)
+        .filter(cancel_requested_at__isnull=False)
+        .values_list("id", "cancel_requested_by")
+    )
 
 
 def _fenced_update_values(job: Job) -> dict[str, object]:

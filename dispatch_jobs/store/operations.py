@@ -51,10 +51,15 @@ class OperationReport:
     done: list[int] = field(default_factory=list)
     skipped: dict[int, str] = field(default_factory=dict)
     created: dict[int, int] = field(default_factory=dict)
+    # Running jobs asked to stop (cancel): their workers stop them and write them
+    # cancelled at their next heartbeat.
+    requested: list[int] = field(default_factory=list)
 
     def summary(self) -> str:
         """One line for a person: counts, then the first few skip reasons."""
         text = f"{self.action}: {len(self.done)} done, {len(self.skipped)} skipped"
+        if self.requested:
+            text += f", {len(self.requested)} running asked to stop"
         if self.skipped:
             shown = list(self.skipped.items())[:5]
             reasons = "; ".join(f"#{job_id} {reason}" for job_id, reason in shown)
@@ -175,11 +180,32 @@ def _change_ready_jobs(
     return report
 
 
-def cancel_jobs(job_ids: Iterable[int]) -> OperationReport:
-    """Cancel pending or retrying jobs; any other state is skipped with its reason."""
-    return _change_ready_jobs(
-        "cancel", job_ids, {"state": JobState.CANCELLED, "completed_at": Now()}
-    )
+def cancel_jobs(job_ids: Iterable[int], by: str = "") -> OperationReport:
+    """Cancel pending or retrying jobs at once, and ask running ones to stop
+    (``report.requested``): the worker holding one sees the request at its next
+    heartbeat, stops the handler and writes the job cancelled; if that worker is
+    gone, the reclaim does. ``by`` (who asked) is kept on the row. Any other
+    state is skipped with its reason."""
+    by = by[:150]
+    changes = {
+        "state": JobState.CANCELLED,
+        "completed_at": Now(),
+        "cancel_requested_at": Now(),
+        "cancel_requested_by": by,
+    }
+    report = _change_ready_jobs("cancel", job_ids, changes)
+    running = [job_id for job_id, why in report.skipped.items() if why.startswith("is running")]
+    if running:
+        with transaction.atomic(using=db.alias()):
+            # Never the lease columns: the worker holding the job stays its owner.
+            asked = _lock_available_ids(_jobs().filter(id__in=running, state=JobState.RUNNING))
+            _jobs().filter(id__in=asked, cancel_requested_at__isnull=True).update(
+                cancel_requested_at=Now(), cancel_requested_by=by, updated_at=Now()
+            )
+        report.requested = sorted(asked)
+        for job_id in asked:
+            del report.skipped[job_id]
+    return report
 
 
 def run_jobs_now(job_ids: Iterable[int]) -> OperationReport:

@@ -20,8 +20,9 @@ from ..exceptions import DispatchJobsError
 
 
 class JobCancelled(DispatchJobsError):
-    """The job was cancelled while it ran (its lease was lost, or the worker is
-    handing it back). Its outcome is discarded; raise it to stop promptly."""
+    """The job was cancelled while it ran: its lease was lost or the worker is
+    handing it back (its outcome is discarded), or an operator cancelled it (it
+    ends cancelled). Raise it to stop promptly."""
 
 
 class JobTimedOut(JobCancelled):
@@ -32,6 +33,8 @@ class JobTimedOut(JobCancelled):
 LEASE_LOST = "lease lost"
 HANDED_BACK = "handed back (worker draining)"
 TIMED_OUT = "timed out"
+# An operator asked for the job to stop: the job ends cancelled, never to rerun.
+STOP_REQUESTED = "cancelled by an operator"
 
 
 class Cancellation:
@@ -41,12 +44,18 @@ class Cancellation:
         self._event = threading.Event()
         self._lock = threading.Lock()
         self.reason = ""
+        self.by = ""  # who asked, for STOP_REQUESTED
 
-    def cancel(self, reason: str) -> None:
+    def cancel(self, reason: str, by: str = "") -> None:
         with self._lock:
             if not self._event.is_set():
                 self.reason = reason
+                self.by = by
                 self._event.set()
+
+    @property
+    def stop_requested(self) -> bool:
+        return self.is_set() and self.reason == STOP_REQUESTED
 
     def is_set(self) -> bool:
         return self._event.is_set()

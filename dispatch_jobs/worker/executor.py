@@ -110,6 +110,10 @@ def execute(
     except (TaskNotFound, InvalidPayload, UndecodableJob) as exc:
         outcome = clock.outcome(Kind.PERMANENT, exc=exc)
         return Attempt(job, job.lease_epoch, outcome, settle(job, outcome, worker_id))
+    if cancellation.stop_requested:
+        # Cancelled by an operator before a thread took it: it never starts.
+        outcome = clock.stopped(cancellation, "cancelled before it started")
+        return Attempt(job, job.lease_epoch, outcome, settle(job, outcome, worker_id))
     context = ContextSlot(
         lambda: JobContext(
             task_result=task_result(job, task),
@@ -151,6 +155,8 @@ def _run_handler(
         # are the handler's doing (the worker's own signals never reach an executor
         # thread: its handlers run on the main thread and only request a drain).
         outcome = clock.outcome(_classify(exc, context, task), exc=exc)
+        if outcome.kind == Kind.STOPPED:
+            outcome.extra["by"] = context.cancellation.by
         attempt = Attempt(job, job.lease_epoch, outcome, settle(job, outcome, worker_id, task))
         # Inside the except block, as Django does: receivers can log sys.exc_info().
         _send_finished(sender, attempt, task)
@@ -221,6 +227,8 @@ def normalize_return(value: Any) -> Any:
 
 
 def _classify(exc: BaseException, context: ContextSlot, task: Any) -> Kind:
+    if context.cancellation.stop_requested:
+        return Kind.STOPPED  # whatever it raised on its way out, it was cancelled
     if context.cancellation.is_set() and context.cancellation.reason != TIMED_OUT:
         return Kind.CANCELLED  # lease lost or handed back: the outcome is discarded
     if isinstance(exc, JobTimedOut) or context.timed_out:
@@ -231,6 +239,8 @@ def _classify(exc: BaseException, context: ContextSlot, task: Any) -> Kind:
 
 
 def _finished_outcome(clock: _Clock, context: ContextSlot, value: Any) -> Outcome:
+    if context.cancellation.stop_requested:
+        return clock.stopped(context.cancellation, "returned after its cancel request")
     if context.cancellation.is_set() and context.cancellation.reason != TIMED_OUT:
         return clock.outcome(Kind.CANCELLED, message=context.cancellation.reason)
     if context.timed_out:
@@ -245,6 +255,13 @@ class _Clock:
         self.started_at = timezone.now()
         self._wall = time.monotonic()
         self._cpu = time.thread_time()
+
+    def stopped(self, cancellation: Cancellation, message: str) -> Outcome:
+        """The outcome of a job an operator cancelled while it ran."""
+        outcome = self.outcome(Kind.STOPPED, message=message)
+        outcome.exception_class = "dispatch_jobs.worker.context.JobCancelled"
+        outcome.extra["by"] = cancellation.by
+        return outcome
 
     def outcome(
         self, kind: Kind, *, exc: BaseException | None = None, value: Any = None, message: str = ""

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from .. import store
 from .config import WorkerConfig
-from .context import LEASE_LOST, TIMED_OUT
+from .context import LEASE_LOST, STOP_REQUESTED, TIMED_OUT
 from .executor import Attempt
 from .inflight import Held, Inflight
 from .outcomes import Kind, Outcome, settle
@@ -91,6 +91,21 @@ class Heartbeat:
         for entry in held:
             if entry.job.pk in lost:
                 self.lose(entry)
+        self.stop_requested([entry for entry in held if entry.job.pk not in lost])
+
+    def stop_requested(self, held: list[Held]) -> None:
+        """Stop the handlers of jobs an operator cancelled while they ran: their
+        context reports the cancellation (in-process, stopping is cooperative, as
+        with timeouts) and the outcome is written as cancelled."""
+        running = [entry for entry in held if not entry.cancellation.is_set()]
+        if not running:
+            return
+        asked = store.cancel_requests(self.config.worker_id, [e.job.pk for e in running])
+        for entry in running:
+            if entry.job.pk in asked:
+                by = asked[entry.job.pk]
+                logger.info("Job %s: cancel requested by %s; stopping it.", entry.job.pk, by)
+                entry.cancellation.cancel(STOP_REQUESTED, by)
 
     def lose(self, entry: Held) -> None:
         """The lease moved on: cancel the handler and discard its outcome. An outcome

@@ -20,7 +20,7 @@ from django.utils.module_loading import import_string
 from ..attempts import attempt_list
 from ..exceptions import Permanent
 from ..models import Job
-from ..store import Completed, Failed, Retry, Transition
+from ..store import Cancelled, Completed, Failed, Retry, Transition, cancel_message
 from .backoff import retry_delay
 
 
@@ -30,6 +30,7 @@ class Kind(StrEnum):
     PERMANENT = "permanent"  # straight to dead-letter
     TIMEOUT = "timeout"  # retryable
     CANCELLED = "cancelled"  # lease lost or handed back: nothing to write
+    STOPPED = "stopped"  # an operator cancelled it while it ran: it ends cancelled
 
 
 @dataclass
@@ -95,7 +96,10 @@ def settle(job: Job, outcome: Outcome, worker_id: str, task: Any = None) -> Verd
     if outcome.kind == Kind.CANCELLED:
         return None
     transition: Transition
-    if outcome.kind == Kind.SUCCESS:
+    if outcome.kind == Kind.STOPPED:
+        transition = Cancelled(cancel_message(outcome.extra.get("by", "")))
+        status = "cancelled"
+    elif outcome.kind == Kind.SUCCESS:
         transition = Completed(outcome.return_value)
         status = "completed"
     elif outcome.kind != Kind.PERMANENT and job.retry_count < job.max_retries:

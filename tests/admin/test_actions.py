@@ -132,10 +132,29 @@ def test_each_action_needs_its_own_permission(operator):
     assert deleter.post(action_url("cancel"), {"ids": job.pk}).status_code == 403
 
 
+def test_cancel_asks_a_running_job_to_stop_and_says_so(admin_client_):
+    held = builders.running(1)[0]
+    confirm = admin_client_.get(action_url("cancel"), {"ids": str(held.pk)})
+    assert b"Yes, cancel 1 job" in confirm.content  # a running job counts as eligible
+    response = admin_client_.post(
+        action_url("cancel"), {"ids": str(held.pk), "confirm": "yes"}, follow=True
+    )
+    text = " ".join(_messages(response))
+    assert "1 running job(s) asked to stop" in text
+    row = Job.objects.get(pk=held.pk)
+    assert row.state == JobState.RUNNING and row.cancel_requested_at is not None
+    assert row.cancel_requested_by == "root"
+    entry = LogEntry.objects.get(object_id=str(held.pk))
+    assert entry.change_message == "Cancel requested while running, from the admin."
+
+
 def test_detail_buttons_follow_the_state(admin_client_):
     held = builders.running(1)[0]
     page = admin_client_.get(reverse("admin:dispatch_jobs_job_change", args=[held.pk]))
-    assert b"dj-action-" not in page.content  # nothing may touch a running job
+    # A running job can only be asked to stop: nothing else may touch it.
+    assert b"dj-action-cancel" in page.content
+    for name in (b"retry", b"run_now", b"delete"):
+        assert b"dj-action-" + name not in page.content
     pending = builders.enqueue(1)[0]
     page = admin_client_.get(reverse("admin:dispatch_jobs_job_change", args=[pending.pk]))
     for name in (b"cancel", b"run_now", b"delete"):
