@@ -14,14 +14,10 @@ from typing import Any
 
 from django.utils.module_loading import autodiscover_modules, import_string
 
-from .exceptions import DispatchJobsError
+from .exceptions import DispatchJobsError, TaskNotFound
 
 _aliases: dict[str, str] = {}
 _discovered = False
-
-
-class TaskNotFound(DispatchJobsError):
-    """A job names a task that cannot be imported (renamed or removed)."""
 
 
 def register_alias(alias: str, module_path: str) -> None:

@@ -25,10 +25,16 @@ from ..compat import (
     task_finished,
     task_started,
 )
-from ..exceptions import Permanent
+from ..exceptions import (
+    InvalidPayload,
+    InvalidReturnValue,
+    JobTimedOut,
+    TaskNotFound,
+    UndecodableJob,
+)
 from ..limits import RETURN_VALUE_MAX_BYTES
 from ..models import Job
-from ..names import TaskNotFound, load_task
+from ..names import load_task
 from ..scope import scope
 from ..storable import find_unstorable, storable_text
 from ..tracing import execution_span
@@ -37,11 +43,10 @@ from .context import (
     Cancellation,
     ContextSlot,
     JobContext,
-    JobTimedOut,
     reset_current_job,
     set_current_job,
 )
-from .decode import UndecodableJob, problem_with
+from .decode import problem_with
 from .outcomes import Kind, Outcome, class_path, is_permanent, settle
 from .results import backend_class, has_effect, task_result
 
@@ -52,14 +57,6 @@ MAX_RETURN_BYTES = RETURN_VALUE_MAX_BYTES
 MAX_MESSAGE_CHARS = 10_000
 MAX_TRACEBACK_CHARS = 50_000
 logger = logging.getLogger("dispatch_jobs.worker")
-
-
-class InvalidPayload(Permanent):
-    """The job's payload cannot be decoded into args and kwargs."""
-
-
-class InvalidReturnValue(Permanent):
-    """The handler returned a value that cannot be stored as JSON."""
 
 
 @dataclass
