@@ -88,6 +88,16 @@ def duration_bounds(option: str) -> tuple[timedelta, timedelta]:
 QUEUE_NAME_RULE = f"1 to {QUEUE_MAX} characters"
 
 
+def is_storable_time(value: datetime) -> bool:
+    """Whether every supported database stores ``value`` (RUN_AFTER_MIN..MAX). A
+    naive time is compared as a wall-clock time: the bounds keep a day of margin
+    for its zone."""
+    low, high = RUN_AFTER_MIN, RUN_AFTER_MAX
+    if value.utcoffset() is None:  # naive, as django.utils.timezone.is_naive says
+        low, high = low.replace(tzinfo=None), high.replace(tzinfo=None)
+    return low <= value <= high
+
+
 def is_queue_name(value: object) -> bool:
     """A queue name: a string of 1 to ``QUEUE_MAX`` characters (Job.queue)."""
     return isinstance(value, str) and 0 < len(value) <= QUEUE_MAX
@@ -140,7 +150,12 @@ def to_duration(
     too_high = high is not None and seconds > high.total_seconds()
     if too_low or too_high or not math.isfinite(seconds):
         raise InvalidDuration(f"{name} must be {span(low, high)}, got {short_repr(value)}.")
-    return value if isinstance(value, timedelta) else timedelta(seconds=seconds)
+    if isinstance(value, timedelta):
+        return value
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:  # over 999,999,999 days: no bound was given to refuse it
+        raise InvalidDuration(f"{name} is too long, got {short_repr(value)}.") from None
 
 
 def span(low: timedelta | None, high: timedelta | None) -> str:

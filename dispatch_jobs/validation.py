@@ -83,11 +83,7 @@ def check_lease_ttl(where: str, lease_ttl: timedelta) -> None:
 
 
 def _check_run_after(where: str, run_after: datetime) -> None:
-    low, high = limits.RUN_AFTER_MIN, limits.RUN_AFTER_MAX
-    if timezone.is_naive(run_after):
-        # Compared as a wall-clock time: the bounds keep a day of margin for its zone.
-        low, high = low.replace(tzinfo=None), high.replace(tzinfo=None)
-    if not low <= run_after <= high:
+    if not limits.is_storable_time(run_after):
         raise compat.InvalidTask(
             f"{where}: run_after {run_after.isoformat()} is outside "
             f"{limits.RUN_AFTER_MIN.date()}..{limits.RUN_AFTER_MAX.date()} (UTC), the "

@@ -58,3 +58,17 @@ def test_durations_refused(value, options, fragment):
         limits.to_duration(value, "x", **options)
     assert fragment in str(caught.value)
     assert isinstance(caught.value, DispatchJobsError | ValueError)
+
+
+def test_a_number_too_large_for_a_timedelta_is_refused_not_an_overflow():
+    with pytest.raises(InvalidDuration, match="x is too long"):
+        limits.to_duration(1e300, "x", numbers=True)
+
+
+def test_storable_times():
+    from datetime import UTC, datetime
+
+    assert limits.is_storable_time(datetime(2026, 1, 1, tzinfo=UTC))
+    assert limits.is_storable_time(datetime(2026, 1, 1))  # naive: a wall-clock time
+    assert not limits.is_storable_time(datetime(9999, 12, 31, tzinfo=UTC))
+    assert not limits.is_storable_time(datetime(1000, 1, 1))

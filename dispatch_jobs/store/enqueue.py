@@ -182,14 +182,9 @@ def _check_times(job: Job) -> None:
         except InvalidDuration as exc:
             raise InvalidJob(str(exc)) from exc
     run_at = job.run_at
-    if isinstance(run_at, datetime):
-        first, last = limits.RUN_AFTER_MIN, limits.RUN_AFTER_MAX
-        if run_at.tzinfo is None:
-            first, last = first.replace(tzinfo=None), last.replace(tzinfo=None)
-        if not first <= run_at <= last:
-            raise InvalidJob(
-                f"run_at of {job.name!r} is outside {first.date()}..{last.date()}: {run_at}."
-            )
+    if isinstance(run_at, datetime) and not limits.is_storable_time(run_at):
+        first, last = limits.RUN_AFTER_MIN.date(), limits.RUN_AFTER_MAX.date()
+        raise InvalidJob(f"run_at of {job.name!r} is outside {first}..{last}: {run_at}.")
 
 
 def enqueue_job(job: Job) -> Job:

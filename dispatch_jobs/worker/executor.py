@@ -19,6 +19,7 @@ from typing import Any
 from django.utils import timezone
 
 from ..compat import (
+    Task,
     log_task_finished,
     log_task_started,
     normalize_json,
@@ -110,7 +111,7 @@ def execute(
 
 def _run_handler(
     job: Job,
-    task: Any,
+    task: Task,
     args: list[Any],
     kwargs: dict[str, Any],
     context: ContextSlot,
@@ -122,7 +123,7 @@ def _run_handler(
         if has_effect(task_started, log_task_started):
             task_started.send(sender=sender, task_result=context.get().task_result)
         with scope(job.scope_app_id, job.scope_org_id), execution_span(job):
-            if getattr(task, "takes_context", False):
+            if task.takes_context:
                 raw = task.call(context.get(), *args, **kwargs)
             else:
                 raw = task.call(*args, **kwargs)
@@ -142,7 +143,7 @@ def _run_handler(
     return Attempt(job, job.lease_epoch, outcome, retry_in)
 
 
-def _send_finished(sender: type, job: Job, task: Any, outcome: Outcome) -> None:
+def _send_finished(sender: type, job: Job, task: Task, outcome: Outcome) -> None:
     """``task_finished`` for a settled attempt. A failing receiver is logged, never
     raised: the outcome must still be written, or a completed job would run again."""
     if outcome.kind == Kind.CANCELLED:
@@ -200,7 +201,7 @@ def normalize_return(value: Any) -> Any:
     return normalized
 
 
-def _classify(exc: BaseException, context: ContextSlot, task: Any) -> Kind:
+def _classify(exc: BaseException, context: ContextSlot, task: Task) -> Kind:
     if context.cancellation.is_set() and context.cancellation.reason != TIMED_OUT:
         return Kind.CANCELLED  # lease lost or handed back: the outcome is discarded
     if isinstance(exc, JobTimedOut) or context.timed_out:
