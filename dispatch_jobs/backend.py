@@ -31,6 +31,7 @@ from django.db import transaction
 
 from . import compat, names, tracing
 from .conf import settings
+from .exceptions import TaskNotFound
 from .resources import ResourceSet
 from .results import enqueued_result, job_to_result, parse_result_id, task_as_enqueued
 from .scope import Scope, current_scope
@@ -131,7 +132,7 @@ class DispatchBackend(compat.BaseTaskBackend):
             raise compat.TaskResultDoesNotExist(f"Job {job_id} does not exist.") from exc
         try:
             task = names.load_task(job.name)
-        except names.TaskNotFound as exc:
+        except TaskNotFound as exc:
             raise compat.TaskResultDoesNotExist(
                 f"Job {job_id} exists but its task cannot be loaded: {exc}"
             ) from exc

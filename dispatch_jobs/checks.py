@@ -1,4 +1,9 @@
-"""System checks for DISPATCH_JOBS and the database it uses. One id per problem."""
+"""System checks for DISPATCH_JOBS and the database it uses. One id per problem.
+
+Each value is checked by its kind, as ``conf.Settings`` declares it (its id
+there too), by the check function of its section; what relates two settings, or
+a setting and ``DATABASES``, is checked here.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +13,18 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.core.checks import Error, Warning, register
 
-from .conf import DEFAULTS
+from .conf import ADMIN, DEFAULTS, METRICS, STORE, TABLE, TASKS, WORKER, Section
 
-_DURATIONS = (
-    "DEFAULT_TIMEOUT",
-    "LEASE_TTL",
-    "HEARTBEAT_INTERVAL",
-    "UNLEASED_RECLAIM_GRACE",
-)
-_POSITIVE_INTS = ("MAX_PAYLOAD_BYTES", "LIST_PAGE_SIZE")
-_NON_NEGATIVE_INTS = ("DEFAULT_MAX_RETRIES",)
+
+def _check_values(section: Section, value: dict[str, Any]) -> list[Any]:
+    """The errors of the values of ``section``'s settings, by their declared kind."""
+    errors: list[Any] = []
+    for setting in TABLE:
+        if setting.section is section:
+            message = setting.problem(value.get(setting.key, setting.default))
+            if message:
+                errors.append(Error(message, hint=setting.kind.hint or None, id=setting.check))
+    return errors
 
 
 @register()
@@ -39,19 +46,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
                 id="dispatch_jobs.E002",
             )
         )
-    for key in _DURATIONS:
-        if key in value and (not isinstance(value[key], timedelta) or value[key] <= timedelta(0)):
-            errors.append(
-                Error(
-                    f"DISPATCH_JOBS[{key!r}] must be a positive datetime.timedelta, "
-                    f"got {value[key]!r}.",
-                    id="dispatch_jobs.E003",
-                )
-            )
-    for key in _POSITIVE_INTS + _NON_NEGATIVE_INTS:
-        if key in value:
-            low = 1 if key in _POSITIVE_INTS else 0
-            errors += _check_integer(key, value[key], low, "dispatch_jobs.E004")
+    errors += _check_values(STORE, value)
     database = value.get("DATABASE", DEFAULTS["DATABASE"])
     if database not in django_settings.DATABASES:
         errors.append(
@@ -75,18 +70,6 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             )
         )
     return errors
-
-
-def _check_integer(key: str, item: object, low: int, check_id: str) -> list[Any]:
-    """An integer setting of at least ``low`` (``True`` and ``False`` are not integers here)."""
-    if isinstance(item, bool) or not isinstance(item, int) or item < low:
-        return [
-            Error(
-                f"DISPATCH_JOBS[{key!r}] must be an integer >= {low}, got {item!r}.",
-                id=check_id,
-            )
-        ]
-    return []
 
 
 # What docs/install.md ("SQLite") recommends, word for word: the warnings' hints
@@ -138,59 +121,12 @@ def _check_database(alias: str) -> list[Any]:
 
 
 # --- The admin's settings (docs/admin.md). Ids from E050 keep clear of other parts.
-_ADMIN_POSITIVE_INTS = ("ADMIN_COUNT_THRESHOLD", "ADMIN_BULK_CAP", "ADMIN_SCAN_CAP")
-
-
 @register()
 def check_admin_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     value = getattr(django_settings, "DISPATCH_JOBS", {})
     if not isinstance(value, dict):
         return []  # E001 already says so
-    errors: list[Any] = []
-    timeout = value.get("ADMIN_STATEMENT_TIMEOUT", DEFAULTS["ADMIN_STATEMENT_TIMEOUT"])
-    if not isinstance(timeout, timedelta) or timeout < timedelta(milliseconds=1):
-        errors.append(
-            Error(
-                "DISPATCH_JOBS['ADMIN_STATEMENT_TIMEOUT'] must be a datetime.timedelta of "
-                f"at least 1 ms, got {timeout!r}.",
-                id="dispatch_jobs.E050",
-            )
-        )
-    for key in _ADMIN_POSITIVE_INTS:
-        errors += _check_integer(key, value.get(key, DEFAULTS[key]), 1, "dispatch_jobs.E051")
-    errors += _check_callable_path(
-        "REDACT", value, "(value, *, job, field) -> value", "dispatch_jobs.E052"
-    )
-    return errors
-
-
-def _check_callable_path(
-    key: str, value: dict[str, Any], signature: str, check_id: str
-) -> list[Any]:
-    """A setting that names a callable by dotted path; unset ("" or None) is fine.
-
-    The path is imported now, so a wrong one fails ``manage.py check`` rather than
-    the first job or request that needs it.
-    """
-    path = value.get(key, DEFAULTS[key])
-    if path in ("", None):
-        return []
-    from django.utils.module_loading import import_string
-
-    try:
-        func = import_string(path) if isinstance(path, str) else None
-    except ImportError as exc:
-        func, reason = None, f"it cannot be imported ({exc})"
-    else:
-        reason = "it is not callable" if isinstance(path, str) else "it is not a dotted path"
-    if callable(func):
-        return []
-    return [
-        Error(
-            f"DISPATCH_JOBS[{key!r}] = {path!r} must name a callable {signature}, but {reason}.",
-            id=check_id,
-        )
-    ]
+    return _check_values(ADMIN, value)
 
 
 # --- The tasks backend's settings (docs/tasks.md). Ids from E100 keep clear of
@@ -200,32 +136,10 @@ def check_tasks_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     value = getattr(django_settings, "DISPATCH_JOBS", {})
     if not isinstance(value, dict):
         return []  # E001 already says so
-    return _check_callable_path(
-        "SCOPE_FROM_REQUEST",
-        value,
-        "(request) -> Scope | (app_id, org_id) | None",
-        "dispatch_jobs.E103",
-    )
+    return _check_values(TASKS, value)
 
 
 # --- The runjobs worker's settings (docs/worker.md). Ids E030-E039 and W030.
-_WORKER_DURATIONS = (
-    "POLL_INTERVAL",
-    "MAX_POLL_INTERVAL",
-    "RETRY_BACKOFF_BASE",
-    "RETRY_BACKOFF_CAP",
-    "RECLAIM_INTERVAL",
-    "PURGE_INTERVAL",
-    "COMPLETED_RETENTION",
-    "FAILED_RETENTION",
-    "USAGE_PURGE_INTERVAL",
-    "USAGE_RETENTION",
-    "WORKER_STALE_AFTER",
-    "SUMMARY_INTERVAL",
-)
-_WORKER_FLAGS = ("RECLAIM_ENABLED", "PURGE_ENABLED", "USAGE_PURGE_ENABLED", "NOTIFY")
-
-
 @register()
 def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     value = getattr(django_settings, "DISPATCH_JOBS", {})
@@ -235,53 +149,7 @@ def check_worker_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     def get(key: str) -> Any:
         return value.get(key, DEFAULTS[key])
 
-    errors: list[Any] = []
-    for key in _WORKER_DURATIONS + ("SHUTDOWN_GRACE",):
-        item = get(key)
-        low_ok = key == "SHUTDOWN_GRACE"  # zero grace: hand back at once
-        if (
-            not isinstance(item, timedelta)
-            or item < timedelta(0)
-            or (item == timedelta(0) and not low_ok)
-        ):
-            errors.append(
-                Error(
-                    f"DISPATCH_JOBS[{key!r}] must be a "
-                    f"{'non-negative' if low_ok else 'positive'} datetime.timedelta, "
-                    f"got {item!r}.",
-                    id="dispatch_jobs.E030",
-                )
-            )
-    for key, low in (("WORKER_CONCURRENCY", 1), ("MAX_EVICTIONS", 0), ("WORKER_PREFETCH", 0)):
-        item = get(key)
-        if isinstance(item, bool) or not isinstance(item, int) or item < low:
-            errors.append(
-                Error(
-                    f"DISPATCH_JOBS[{key!r}] must be an integer >= {low}, got {item!r}.",
-                    id="dispatch_jobs.E031",
-                )
-            )
-    queues = get("WORKER_QUEUES")
-    if queues is not None and (
-        not isinstance(queues, list | tuple)
-        or not queues
-        or not all(isinstance(q, str) and 0 < len(q) <= 100 for q in queues)
-    ):
-        errors.append(
-            Error(
-                "DISPATCH_JOBS['WORKER_QUEUES'] must be None (the queues TASKS names) or a "
-                f"non-empty list of queue names (1 to 100 characters), got {queues!r}.",
-                id="dispatch_jobs.E032",
-            )
-        )
-    for key in _WORKER_FLAGS:
-        if not isinstance(get(key), bool):
-            errors.append(
-                Error(
-                    f"DISPATCH_JOBS[{key!r}] must be True or False, got {get(key)!r}.",
-                    id="dispatch_jobs.E033",
-                )
-            )
+    errors = _check_values(WORKER, value)
     for shorter, longer in (
         ("POLL_INTERVAL", "MAX_POLL_INTERVAL"),
         ("RETRY_BACKOFF_BASE", "RETRY_BACKOFF_CAP"),
@@ -389,27 +257,9 @@ def _check_pooled(alias: str, value: dict[str, Any], *, listen_set: bool) -> lis
     ]
 
 
-# A token shorter than this is guessable by a scraper that tries.
-METRICS_TOKEN_MIN = 16
-
-
 @register()
 def check_metrics_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     value = getattr(django_settings, "DISPATCH_JOBS", {})
     if not isinstance(value, dict):
         return []  # E001 already says so
-    errors: list[Any] = []
-    token = value.get("METRICS_TOKEN", DEFAULTS["METRICS_TOKEN"])
-    if not isinstance(token, str) or (token and len(token) < METRICS_TOKEN_MIN):
-        errors.append(
-            Error(
-                f"DISPATCH_JOBS['METRICS_TOKEN'] must be a string of at least "
-                f'{METRICS_TOKEN_MIN} characters, or "" for staff-only access; got '
-                f"{type(token).__name__ if not isinstance(token, str) else 'a shorter string'}.",
-                hint="Make one with: python -c 'import secrets; print(secrets.token_urlsafe())'",
-                id="dispatch_jobs.E060",
-            )
-        )
-    cap = value.get("METRICS_COUNT_CAP", DEFAULTS["METRICS_COUNT_CAP"])
-    errors += _check_integer("METRICS_COUNT_CAP", cap, 1, "dispatch_jobs.E061")
-    return errors
+    return _check_values(METRICS, value)

@@ -1,97 +1,370 @@
-"""Settings: one typed property per key of the ``DISPATCH_JOBS`` dict.
+"""Settings: every key of the ``DISPATCH_JOBS`` dict, declared once, in ``Settings``.
 
-Read lazily on every access so ``override_settings`` works in tests. Defaults
-live in ``DEFAULTS``; system checks (``checks.py``) validate user values.
+One entry per key: its section, its kind (the values it takes and the type it
+reads as), its default, the system check id that refuses a bad value, and what
+it does. From that entry follow the typed attribute (``settings.lease_ttl`` reads
+``LEASE_TTL``), the check of its value (``checks.py``), ``DEFAULTS``, and its row
+of docs/reference/settings.md (``scripts/mkdocs_hooks.py``). Adding a setting is
+adding an entry; checks that relate two settings stay in ``checks.py``.
+
+Values are read on every access, so ``override_settings`` works in tests.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, overload
 
 from django.conf import settings as django_settings
 
-DEFAULTS: dict[str, Any] = {
-    # Database alias the job tables live in.
-    "DATABASE": "default",
-    # Encoded payload cap (args + kwargs as JSON), in bytes.
-    "MAX_PAYLOAD_BYTES": 64 * 1024,
-    # Default job options.
-    "DEFAULT_MAX_RETRIES": 3,
-    "DEFAULT_TIMEOUT": timedelta(minutes=5),
-    # Lease defaults (the seed's): a 30 s liveness window renewed every 10 s.
-    "LEASE_TTL": timedelta(seconds=30),
-    "HEARTBEAT_INTERVAL": timedelta(seconds=10),
-    # A running job with no lease at all is adopted by reclaim after this much silence.
-    "UNLEASED_RECLAIM_GRACE": timedelta(minutes=5),
-    # Default page size of the cursor-paged job list.
-    "LIST_PAGE_SIZE": 50,
-    # --- The runjobs worker (docs/worker.md). Command-line arguments override these.
-    # The queues a worker claims from (None: every queue the dispatch_jobs backends
-    # in TASKS accept, see worker/queues.py), and how many jobs it runs at once.
-    "WORKER_QUEUES": None,
-    "WORKER_CONCURRENCY": 4,
-    # Jobs claimed ahead of free executor threads, held under lease in a local
-    # buffer: larger claims per statement, for throughput. Opt-in: a prefetched job
-    # waits for a thread, and shares its worker's fate (a crash evicts it too).
-    "WORKER_PREFETCH": 0,
-    # Idle polling: at once after dispatching, then doubling up to the maximum.
-    "POLL_INTERVAL": timedelta(seconds=1),
-    "MAX_POLL_INTERVAL": timedelta(seconds=5),
-    # How long a draining worker waits for running jobs before handing them back.
-    "SHUTDOWN_GRACE": timedelta(seconds=30),
-    # Retry backoff: full jitter, uniform in [0, min(cap, base * 2**retry)].
-    "RETRY_BACKOFF_BASE": timedelta(seconds=1),
-    "RETRY_BACKOFF_CAP": timedelta(minutes=1),
-    # Poison protection: a job evicted more than this many times fails.
-    "MAX_EVICTIONS": 5,
-    # Maintenance runners, on one elected worker at a time.
-    "RECLAIM_ENABLED": True,
-    "RECLAIM_INTERVAL": timedelta(seconds=5),
-    "PURGE_ENABLED": True,
-    "PURGE_INTERVAL": timedelta(hours=1),
-    "COMPLETED_RETENTION": timedelta(days=7),
-    "FAILED_RETENTION": timedelta(days=30),
-    "USAGE_PURGE_ENABLED": True,
-    "USAGE_PURGE_INTERVAL": timedelta(hours=1),
-    "USAGE_RETENTION": timedelta(days=30),
-    # A worker row silent for this long is removed from the registry.
-    "WORKER_STALE_AFTER": timedelta(minutes=2),
-    # The periodic one-line summary of a worker.
-    "SUMMARY_INTERVAL": timedelta(minutes=1),
-    # PostgreSQL only: wake idle workers with LISTEN/NOTIFY when jobs are enqueued.
-    "NOTIFY": True,
-    # PostgreSQL: the DATABASES alias the worker LISTENs on, and only that. "" (the
-    # default) listens over DATABASE's own settings. Behind a transaction-mode pooler
-    # such as PgBouncer, where LISTEN hears nothing, name a direct connection to the
-    # same database here (docs/deployment.md). Polling stays the guarantee.
-    "LISTEN_DATABASE": "",
-    # --- The admin (docs/admin.md).
-    # PostgreSQL: admin list queries are cancelled after this long.
-    "ADMIN_STATEMENT_TIMEOUT": timedelta(seconds=5),
-    # Job lists count exactly up to this many rows, then show "10,000+".
-    "ADMIN_COUNT_THRESHOLD": 10_000,
-    # "Apply to all matching" acts on at most this many jobs; more is refused.
-    "ADMIN_BULK_CAP": 1_000,
-    # Dead-letter and usage summaries read at most this many newest rows.
-    "ADMIN_SCAN_CAP": 10_000,
-    # Dotted path of a callable(value, *, job, field) -> value that hides secrets
-    # in arguments and return values before the admin shows them ("" for none).
-    "REDACT": "",
-    # --- Metrics (docs/observability.md).
-    # The bearer token Prometheus presents to the metrics view ("": staff only).
-    "METRICS_TOKEN": "",
-    # Queue depth gauges count ready jobs up to this many per queue and state.
-    "METRICS_COUNT_CAP": 10_000,
-    # --- The tasks backend (docs/tasks.md).
-    # Dotted path of a callable(request) -> Scope | (app_id, org_id) | None that
-    # ScopeMiddleware uses to set the scope jobs enqueued by a request carry.
-    "SCOPE_FROM_REQUEST": "",
-}
+from . import limits
+from .setting_kinds import CallablePath, Duration, Flag, Integer, Kind, QueueNames, Secret, Text
+
+
+@dataclass(frozen=True)
+class Section:
+    """A part of the settings page, and the check function of its values (checks.py)."""
+
+    title: str
+    note: str = ""
+
+
+STORE = Section("The store")
+WORKER = Section("The runjobs worker", "Command-line arguments override these (docs/worker.md).")
+ADMIN = Section("The admin", "See docs/admin.md.")
+METRICS = Section("Metrics", "See docs/observability.md.")
+TASKS = Section("The tasks backend", "See docs/tasks.md.")
+
+
+class Setting[T]:
+    """One key of ``DISPATCH_JOBS``, declared as the attribute of ``Settings`` that is
+    its name in lower case. Reading the attribute gives the value as ``T``: the
+    user's, else the default (``or_setting``: an empty value reads as that setting)."""
+
+    def __init__(
+        self,
+        section: Section,
+        kind: Kind[T],
+        default: T,
+        doc: str,
+        *,
+        check: str = "",
+        or_setting: str = "",
+    ) -> None:
+        self.section, self.kind, self.default, self.doc = section, kind, default, doc
+        self.check, self.or_setting = check, or_setting
+        self.key = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name.upper()
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> Setting[T]: ...
+
+    @overload
+    def __get__(self, instance: Settings, owner: type) -> T: ...
+
+    def __get__(self, instance: Settings | None, owner: type) -> Setting[T] | T:
+        if instance is None:
+            return self
+        value = instance.user_settings.get(self.key, self.default)
+        if self.or_setting and not value:
+            value = instance.get(self.or_setting)
+        return self.kind.read(value)
+
+    def problem(self, value: object) -> str | None:
+        """The check's message refusing ``value`` for this key, or None."""
+        return self.kind.problem(self.key, value) if self.check else None
 
 
 class Settings:
-    """Typed accessors over ``settings.DISPATCH_JOBS``."""
+    """Typed accessors over ``settings.DISPATCH_JOBS``: one ``Setting`` per key."""
+
+    # --- The store.
+    database = Setting(STORE, Text(), "default", "Database alias the job tables live in.")
+    max_payload_bytes = Setting(
+        STORE,
+        Integer(1),
+        64 * 1024,
+        "Encoded payload cap (args + kwargs as JSON), in bytes.",
+        check="dispatch_jobs.E004",
+    )
+    default_max_retries = Setting(
+        STORE,
+        Integer(0),
+        3,
+        "Retries of a job whose task sets no max_retries.",
+        check="dispatch_jobs.E004",
+    )
+    default_timeout = Setting(
+        STORE,
+        Duration(limits.TIMEOUT_MIN, limits.TIMEOUT_MAX),
+        timedelta(minutes=5),
+        "Time limit of one attempt of a job whose task sets no timeout.",
+        check="dispatch_jobs.E003",
+    )
+    lease_ttl = Setting(
+        STORE,
+        Duration(limits.LEASE_TTL_MIN, limits.LEASE_TTL_MAX),
+        timedelta(seconds=30),
+        "How long a running job's lease lives unless renewed (its liveness window); "
+        "a task's lease_ttl overrides it.",
+        check="dispatch_jobs.E003",
+    )
+    heartbeat_interval = Setting(
+        STORE,
+        Duration(),
+        timedelta(seconds=10),
+        "How often a worker renews the leases it holds; shorter than LEASE_TTL.",
+        check="dispatch_jobs.E003",
+    )
+    unleased_reclaim_grace = Setting(
+        STORE,
+        Duration(),
+        timedelta(minutes=5),
+        "A running job with no lease at all is adopted by reclaim after this much silence.",
+        check="dispatch_jobs.E003",
+    )
+    list_page_size = Setting(
+        STORE,
+        Integer(1),
+        50,
+        "Default page size of the cursor-paged job list.",
+        check="dispatch_jobs.E004",
+    )
+
+    # --- The runjobs worker (docs/worker.md).
+    worker_queues = Setting(
+        WORKER,
+        QueueNames(),
+        None,
+        "The queues a worker claims from (None: every queue the dispatch_jobs backends "
+        "in TASKS accept).",
+        check="dispatch_jobs.E032",
+    )
+    worker_concurrency = Setting(
+        WORKER,
+        Integer(1),
+        4,
+        "How many jobs a worker runs at once.",
+        check="dispatch_jobs.E031",
+    )
+    worker_prefetch = Setting(
+        WORKER,
+        Integer(0),
+        0,
+        "Jobs claimed ahead of free executor threads, held under lease in a local buffer: "
+        "larger claims per statement, for throughput. Opt-in: a prefetched job waits for "
+        "a thread, and shares its worker's fate (a crash evicts it too).",
+        check="dispatch_jobs.E031",
+    )
+    poll_interval = Setting(
+        WORKER,
+        Duration(),
+        timedelta(seconds=1),
+        "Idle polling: at once after dispatching, then from this delay doubling up to "
+        "MAX_POLL_INTERVAL.",
+        check="dispatch_jobs.E030",
+    )
+    max_poll_interval = Setting(
+        WORKER,
+        Duration(),
+        timedelta(seconds=5),
+        "The longest delay between two polls of an idle worker.",
+        check="dispatch_jobs.E030",
+    )
+    shutdown_grace = Setting(
+        WORKER,
+        Duration(zero=True),
+        timedelta(seconds=30),
+        "How long a draining worker waits for running jobs before handing them back "
+        "(zero: at once).",
+        check="dispatch_jobs.E030",
+    )
+    retry_backoff_base = Setting(
+        WORKER,
+        Duration(limits.BACKOFF_MIN, limits.BACKOFF_MAX),
+        timedelta(seconds=1),
+        "Retry backoff: full jitter, uniform in [0, min(cap, base * 2**retry)]; the base.",
+        check="dispatch_jobs.E030",
+    )
+    retry_backoff_cap = Setting(
+        WORKER,
+        Duration(limits.BACKOFF_MIN, limits.BACKOFF_MAX),
+        timedelta(minutes=1),
+        "Retry backoff: the longest delay before a retry.",
+        check="dispatch_jobs.E030",
+    )
+    max_evictions = Setting(
+        WORKER,
+        Integer(0),
+        5,
+        "Poison protection: a job evicted more than this many times fails.",
+        check="dispatch_jobs.E031",
+    )
+    reclaim_enabled = Setting(
+        WORKER,
+        Flag(),
+        True,
+        "Run reclaim (jobs whose lease lapsed) on the elected worker.",
+        check="dispatch_jobs.E033",
+    )
+    reclaim_interval = Setting(
+        WORKER,
+        Duration(),
+        timedelta(seconds=5),
+        "How often reclaim runs.",
+        check="dispatch_jobs.E030",
+    )
+    purge_enabled = Setting(
+        WORKER,
+        Flag(),
+        True,
+        "Run the purge of finished jobs past their retention on the elected worker.",
+        check="dispatch_jobs.E033",
+    )
+    purge_interval = Setting(
+        WORKER,
+        Duration(),
+        timedelta(hours=1),
+        "How often the purge runs.",
+        check="dispatch_jobs.E030",
+    )
+    completed_retention = Setting(
+        WORKER,
+        Duration(),
+        timedelta(days=7),
+        "How long a completed job is kept before the purge deletes it.",
+        check="dispatch_jobs.E030",
+    )
+    failed_retention = Setting(
+        WORKER,
+        Duration(),
+        timedelta(days=30),
+        "How long a failed job is kept before the purge deletes it.",
+        check="dispatch_jobs.E030",
+    )
+    usage_purge_enabled = Setting(
+        WORKER,
+        Flag(),
+        True,
+        "Run the purge of old usage rows on the elected worker.",
+        check="dispatch_jobs.E033",
+    )
+    usage_purge_interval = Setting(
+        WORKER,
+        Duration(),
+        timedelta(hours=1),
+        "How often the usage purge runs.",
+        check="dispatch_jobs.E030",
+    )
+    usage_retention = Setting(
+        WORKER,
+        Duration(),
+        timedelta(days=30),
+        "How long usage rows are kept.",
+        check="dispatch_jobs.E030",
+    )
+    worker_stale_after = Setting(
+        WORKER,
+        Duration(),
+        timedelta(minutes=2),
+        "A worker row silent for this long is removed from the registry.",
+        check="dispatch_jobs.E030",
+    )
+    summary_interval = Setting(
+        WORKER,
+        Duration(),
+        timedelta(minutes=1),
+        "How often a worker logs its one-line summary.",
+        check="dispatch_jobs.E030",
+    )
+    notify = Setting(
+        WORKER,
+        Flag(),
+        True,
+        "PostgreSQL only: wake idle workers with LISTEN/NOTIFY when jobs are enqueued.",
+        check="dispatch_jobs.E033",
+    )
+    listen_database = Setting(
+        WORKER,
+        Text(),
+        "",
+        'PostgreSQL: the DATABASES alias the worker LISTENs on, and only that. "" (the '
+        "default) listens over DATABASE's own settings. Behind a transaction-mode pooler "
+        "such as PgBouncer, where LISTEN hears nothing, name a direct connection to the "
+        "same database here (docs/deployment.md). Polling stays the guarantee.",
+        or_setting="DATABASE",
+    )
+
+    # --- The admin (docs/admin.md).
+    admin_statement_timeout = Setting(
+        ADMIN,
+        Duration(limits.TIMEOUT_MIN),
+        timedelta(seconds=5),
+        "PostgreSQL: admin list queries are cancelled after this long.",
+        check="dispatch_jobs.E050",
+    )
+    admin_count_threshold = Setting(
+        ADMIN,
+        Integer(1),
+        10_000,
+        'Job lists count exactly up to this many rows, then show "10,000+".',
+        check="dispatch_jobs.E051",
+    )
+    admin_bulk_cap = Setting(
+        ADMIN,
+        Integer(1),
+        1_000,
+        '"Apply to all matching" acts on at most this many jobs; more is refused.',
+        check="dispatch_jobs.E051",
+    )
+    admin_scan_cap = Setting(
+        ADMIN,
+        Integer(1),
+        10_000,
+        "Dead-letter and usage summaries read at most this many newest rows.",
+        check="dispatch_jobs.E051",
+    )
+    redact = Setting(
+        ADMIN,
+        CallablePath("(value, *, job, field) -> value"),
+        "",
+        "Dotted path of a callable(value, *, job, field) -> value that hides secrets in "
+        'arguments and return values before the admin shows them ("" for none).',
+        check="dispatch_jobs.E052",
+    )
+
+    # --- Metrics (docs/observability.md).
+    metrics_token = Setting(
+        METRICS,
+        Secret(
+            16,  # shorter is guessable by a scraper that tries
+            "for staff-only access",
+            hint="Make one with: python -c 'import secrets; print(secrets.token_urlsafe())'",
+        ),
+        "",
+        'The bearer token Prometheus presents to the metrics view ("": staff only).',
+        check="dispatch_jobs.E060",
+    )
+    metrics_count_cap = Setting(
+        METRICS,
+        Integer(1),
+        10_000,
+        "Queue depth gauges count ready jobs up to this many per queue and state.",
+        check="dispatch_jobs.E061",
+    )
+
+    # --- The tasks backend (docs/tasks.md).
+    scope_from_request = Setting(
+        TASKS,
+        CallablePath("(request) -> Scope | (app_id, org_id) | None"),
+        "",
+        "Dotted path of a callable(request) -> Scope | (app_id, org_id) | None that "
+        "ScopeMiddleware uses to set the scope jobs enqueued by a request carry.",
+        check="dispatch_jobs.E103",
+    )
 
     @property
     def user_settings(self) -> dict[str, Any]:
@@ -99,162 +372,15 @@ class Settings:
         return value if isinstance(value, dict) else {}
 
     def get(self, key: str) -> Any:
+        """The raw value of ``key``: the user's, else the default."""
         return self.user_settings.get(key, DEFAULTS[key])
 
-    @property
-    def database(self) -> str:
-        return str(self.get("DATABASE"))
 
-    @property
-    def max_payload_bytes(self) -> int:
-        return int(self.get("MAX_PAYLOAD_BYTES"))
-
-    @property
-    def default_max_retries(self) -> int:
-        return int(self.get("DEFAULT_MAX_RETRIES"))
-
-    @property
-    def default_timeout(self) -> timedelta:
-        return self.get("DEFAULT_TIMEOUT")
-
-    @property
-    def lease_ttl(self) -> timedelta:
-        return self.get("LEASE_TTL")
-
-    @property
-    def heartbeat_interval(self) -> timedelta:
-        return self.get("HEARTBEAT_INTERVAL")
-
-    @property
-    def unleased_reclaim_grace(self) -> timedelta:
-        return self.get("UNLEASED_RECLAIM_GRACE")
-
-    @property
-    def list_page_size(self) -> int:
-        return int(self.get("LIST_PAGE_SIZE"))
-
-    @property
-    def worker_queues(self) -> list[str] | None:
-        value = self.get("WORKER_QUEUES")
-        return None if value is None else list(value)
-
-    @property
-    def worker_concurrency(self) -> int:
-        return int(self.get("WORKER_CONCURRENCY"))
-
-    @property
-    def worker_prefetch(self) -> int:
-        return int(self.get("WORKER_PREFETCH"))
-
-    @property
-    def poll_interval(self) -> timedelta:
-        return self.get("POLL_INTERVAL")
-
-    @property
-    def max_poll_interval(self) -> timedelta:
-        return self.get("MAX_POLL_INTERVAL")
-
-    @property
-    def shutdown_grace(self) -> timedelta:
-        return self.get("SHUTDOWN_GRACE")
-
-    @property
-    def retry_backoff_base(self) -> timedelta:
-        return self.get("RETRY_BACKOFF_BASE")
-
-    @property
-    def retry_backoff_cap(self) -> timedelta:
-        return self.get("RETRY_BACKOFF_CAP")
-
-    @property
-    def max_evictions(self) -> int:
-        return int(self.get("MAX_EVICTIONS"))
-
-    @property
-    def reclaim_enabled(self) -> bool:
-        return bool(self.get("RECLAIM_ENABLED"))
-
-    @property
-    def reclaim_interval(self) -> timedelta:
-        return self.get("RECLAIM_INTERVAL")
-
-    @property
-    def purge_enabled(self) -> bool:
-        return bool(self.get("PURGE_ENABLED"))
-
-    @property
-    def purge_interval(self) -> timedelta:
-        return self.get("PURGE_INTERVAL")
-
-    @property
-    def completed_retention(self) -> timedelta:
-        return self.get("COMPLETED_RETENTION")
-
-    @property
-    def failed_retention(self) -> timedelta:
-        return self.get("FAILED_RETENTION")
-
-    @property
-    def usage_purge_enabled(self) -> bool:
-        return bool(self.get("USAGE_PURGE_ENABLED"))
-
-    @property
-    def usage_purge_interval(self) -> timedelta:
-        return self.get("USAGE_PURGE_INTERVAL")
-
-    @property
-    def usage_retention(self) -> timedelta:
-        return self.get("USAGE_RETENTION")
-
-    @property
-    def worker_stale_after(self) -> timedelta:
-        return self.get("WORKER_STALE_AFTER")
-
-    @property
-    def summary_interval(self) -> timedelta:
-        return self.get("SUMMARY_INTERVAL")
-
-    @property
-    def notify(self) -> bool:
-        return bool(self.get("NOTIFY"))
-
-    @property
-    def listen_database(self) -> str:
-        """The alias LISTEN uses: ``LISTEN_DATABASE``, else ``DATABASE``."""
-        return str(self.get("LISTEN_DATABASE") or self.database)
-
-    @property
-    def admin_statement_timeout(self) -> timedelta:
-        return self.get("ADMIN_STATEMENT_TIMEOUT")
-
-    @property
-    def admin_count_threshold(self) -> int:
-        return int(self.get("ADMIN_COUNT_THRESHOLD"))
-
-    @property
-    def admin_bulk_cap(self) -> int:
-        return int(self.get("ADMIN_BULK_CAP"))
-
-    @property
-    def admin_scan_cap(self) -> int:
-        return int(self.get("ADMIN_SCAN_CAP"))
-
-    @property
-    def redact(self) -> str:
-        return str(self.get("REDACT") or "")
-
-    @property
-    def metrics_token(self) -> str:
-        return str(self.get("METRICS_TOKEN") or "")
-
-    @property
-    def metrics_count_cap(self) -> int:
-        return int(self.get("METRICS_COUNT_CAP"))
-
-    @property
-    def scope_from_request(self) -> str:
-        return str(self.get("SCOPE_FROM_REQUEST") or "")
-
+# Every setting, in the order declared (the order of the settings page).
+TABLE: tuple[Setting[Any], ...] = tuple(
+    value for value in vars(Settings).values() if isinstance(value, Setting)
+)
+DEFAULTS: dict[str, Any] = {setting.key: setting.default for setting in TABLE}
 
 settings = Settings()
 

@@ -1,6 +1,16 @@
-"""The errors dispatch_jobs raises. Each message says what was wrong."""
+"""Every error dispatch_jobs raises or records, in one place. Each message says what was wrong.
+
+Every class is a ``DispatchJobsError``. Where a caller expects a standard class
+too, it is an extra base: a ``ValueError`` for bad input, Django's
+``InvalidTask`` for a refused enqueue (the tasks framework's own contract), and
+``ImproperlyConfigured`` for a missing optional dependency.
+"""
 
 from __future__ import annotations
+
+from django.core.exceptions import ImproperlyConfigured
+
+from . import compat
 
 
 class DispatchJobsError(Exception):
@@ -82,6 +92,11 @@ class InvalidResources(DispatchJobsError, ValueError):
     """A resource quantity or key could not be parsed."""
 
 
+class InvalidDuration(DispatchJobsError, ValueError):
+    """A duration (an option, a setting, an argument) is not one, or out of its bounds.
+    Raised by ``limits.to_duration``; callers re-raise it as their own boundary's error."""
+
+
 class Permanent(DispatchJobsError):
     """Raise (or wrap) to fail a job at once, straight to dead-letter, with no retry.
 
@@ -91,6 +106,93 @@ class Permanent(DispatchJobsError):
     def __init__(self, error: BaseException | str) -> None:
         self.error = error
         super().__init__(str(error))
+
+
+# --- Enqueue (the tasks backend). ``dispatch_jobs.validation`` re-exports the two
+# the docs name there.
+
+
+class InvalidArguments(DispatchJobsError, compat.InvalidTask, ValueError):
+    """The arguments of an enqueue cannot be stored or would not bind to the task."""
+
+
+class Unschedulable(DispatchJobsError, compat.InvalidTask):
+    """No live worker could ever satisfy the job's resource requirement."""
+
+
+class TaskNotFound(DispatchJobsError):
+    """A job names a task that cannot be imported (renamed or removed)."""
+
+
+# --- Running a job (the worker). The class path of each is what a job's attempts
+# log records, e.g. ``dispatch_jobs.exceptions.JobTimedOut``.
+
+
+class JobCancelled(DispatchJobsError):
+    """The job was cancelled while it ran: its lease was lost or the worker is
+    handing it back (its outcome is discarded), or an operator cancelled it (it
+    ends cancelled). Raise it to stop promptly."""
+
+
+class JobTimedOut(JobCancelled):
+    """The job ran past its timeout; it is recorded as a (retryable) timeout."""
+
+
+class InvalidPayload(Permanent):
+    """The job's payload cannot be decoded into args and kwargs."""
+
+
+class InvalidReturnValue(Permanent):
+    """The handler returned a value that cannot be stored as JSON."""
+
+
+class UndecodableJob(Permanent):
+    """A claimed row has a column the worker cannot decode."""
+
+
+# --- The worker process.
+
+
+class WorkerConfigError(DispatchJobsError, ValueError):
+    """A worker argument or setting is invalid; nothing was started."""
+
+
+class QueueNameError(DispatchJobsError, ValueError):
+    """A queue name given to the worker is not one (the message says which)."""
+
+
+class GaveUp(DispatchJobsError):
+    """The worker stopped before a transient error cleared."""
+
+
+class Deaf(DispatchJobsError):
+    """LISTEN succeeded, but the probe notification never arrived."""
+
+
+# --- The admin and the metrics.
+
+
+class QueryTooBroad(DispatchJobsError):
+    """An admin query ran past the statement timeout and was cancelled."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"This view asked the database for more than it could answer in {seconds:g} s, "
+            "so the query was stopped. Narrow the filter (a state, a queue, a task or a "
+            "time range) and try again."
+        )
+
+
+METRICS_EXTRA_HINT = "pip install 'dispatch-jobs[metrics]'"
+
+
+class MetricsUnavailable(DispatchJobsError, ImproperlyConfigured):
+    """Metrics were asked for but prometheus-client is not installed."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"{what} needs prometheus-client, which is not installed: {METRICS_EXTRA_HINT}."
+        )
 
 
 class UnsupportedDatabase(DispatchJobsError):

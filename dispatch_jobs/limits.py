@@ -10,7 +10,11 @@ at INSERT, or worse, in a worker later.
 
 from __future__ import annotations
 
+import math
+import re
 from datetime import UTC, datetime, timedelta
+
+from .exceptions import InvalidDuration
 
 # --- Text columns (their max_length in models.py).
 NAME_MAX = 255  # Job.name: the import path or the stable alias
@@ -76,3 +80,103 @@ def duration_bounds(option: str) -> tuple[timedelta, timedelta]:
     if option == "timeout":
         return TIMEOUT_MIN, TIMEOUT_MAX
     return BACKOFF_MIN, BACKOFF_MAX
+
+
+# --- One function per rule: every caller (task definition, enqueue, the store,
+# the worker's arguments, the system checks, the admin) asks these.
+
+QUEUE_NAME_RULE = f"1 to {QUEUE_MAX} characters"
+
+
+def is_storable_time(value: datetime) -> bool:
+    """Whether every supported database stores ``value`` (RUN_AFTER_MIN..MAX). A
+    naive time is compared as a wall-clock time: the bounds keep a day of margin
+    for its zone."""
+    low, high = RUN_AFTER_MIN, RUN_AFTER_MAX
+    if value.utcoffset() is None:  # naive, as django.utils.timezone.is_naive says
+        low, high = low.replace(tzinfo=None), high.replace(tzinfo=None)
+    return low <= value <= high
+
+
+def is_queue_name(value: object) -> bool:
+    """A queue name: a string of 1 to ``QUEUE_MAX`` characters (Job.queue)."""
+    return isinstance(value, str) and 0 < len(value) <= QUEUE_MAX
+
+
+_DURATION_TEXT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def to_duration(
+    value: object,
+    name: str,
+    *,
+    low: timedelta | None = None,
+    high: timedelta | None = None,
+    zero: bool = False,
+    numbers: bool = False,
+    text: bool = False,
+) -> timedelta:
+    """``value`` as a duration, or ``InvalidDuration`` naming ``name`` and saying why.
+
+    A ``timedelta`` is always read; with ``numbers``, a number of seconds (not a
+    bool) too; with ``text``, also ``"0.5"``, ``"500ms"``, ``"2s"``, ``"1m"`` or
+    ``"1h"``. It must be positive (or zero, with ``zero``), and from ``low`` to
+    ``high`` when they are given. Bounds are compared in seconds first, so a number
+    too large for a ``timedelta`` (or infinite) is out of bounds, not an
+    ``OverflowError``.
+    """
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif numbers and isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif text and isinstance(value, str) and (match := _DURATION_TEXT.match(value)):
+        seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    else:
+        accepted = (
+            "use seconds such as 2 or 0.5, or a unit: 500ms, 2s, 1m, 1h"
+            if text
+            else "a timedelta or a number of seconds"
+            if numbers
+            else "a datetime.timedelta"
+        )
+        raise InvalidDuration(
+            f"{name}: cannot read {short_repr(value)} as a duration ({accepted})."
+        )
+    if not (seconds >= 0 if zero else seconds > 0):
+        sign = "must not be negative" if zero else "must be positive"
+        raise InvalidDuration(f"{name} {sign}, got {short_repr(value)}.")
+    too_low = low is not None and seconds < low.total_seconds()
+    too_high = high is not None and seconds > high.total_seconds()
+    if too_low or too_high or not math.isfinite(seconds):
+        raise InvalidDuration(f"{name} must be {span(low, high)}, got {short_repr(value)}.")
+    if isinstance(value, timedelta):
+        return value
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:  # over 999,999,999 days: no bound was given to refuse it
+        raise InvalidDuration(f"{name} is too long, got {short_repr(value)}.") from None
+
+
+def span(low: timedelta | None, high: timedelta | None) -> str:
+    """``between 1s and 7 days``, ``at least 1ms``, ``at most 30 days`` or ``finite``."""
+    if low is not None and high is not None:
+        return f"between {readable(low)} and {readable(high)}"
+    if low is not None:
+        return f"at least {readable(low)}"
+    return f"at most {readable(high)}" if high is not None else "finite"
+
+
+def readable(value: timedelta) -> str:
+    """A bound as people write it: "7 days", "1s", "1ms"."""
+    if value and value % timedelta(days=1) == timedelta(0):
+        days = value.days
+        return f"{days} day{'s' if days != 1 else ''}"
+    seconds = value.total_seconds()
+    return f"{seconds:g}s" if seconds >= 1 else f"{seconds * 1000:g}ms"
+
+
+def short_repr(value: object) -> str:
+    """``repr(value)``, cut to 60 characters for an error message."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -10,18 +10,17 @@ import of every installed app's ``tasks`` module (as the admin autodiscovers
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils.module_loading import autodiscover_modules, import_string
 
-from .exceptions import DispatchJobsError
+from .exceptions import DispatchJobsError, TaskNotFound
+
+if TYPE_CHECKING:
+    from .compat import Task
 
 _aliases: dict[str, str] = {}
 _discovered = False
-
-
-class TaskNotFound(DispatchJobsError):
-    """A job names a task that cannot be imported (renamed or removed)."""
 
 
 def register_alias(alias: str, module_path: str) -> None:
@@ -34,8 +33,11 @@ def register_alias(alias: str, module_path: str) -> None:
     _aliases[alias] = module_path
 
 
-def load_task(name: str) -> Any:
-    """The Task object a job row names. Raises ``TaskNotFound`` with the reason."""
+def load_task(name: str) -> Task:
+    """The Task object a job row names. Raises ``TaskNotFound`` with the reason.
+
+    A ``DispatchTask`` when it was defined for a dispatch_jobs backend; any other
+    ``Task`` still runs, with the worker's defaults for the options it lacks."""
     try:
         obj = _import(name)
     except TaskNotFound:
@@ -48,7 +50,7 @@ def load_task(name: str) -> Any:
         raise TaskNotFound(
             f"{_aliases.get(name, name)!r} is not a task (decorate the function with @task)."
         )
-    return obj
+    return obj  # a Task: it has func and module_path
 
 
 def autodiscover_tasks() -> bool:

@@ -26,7 +26,8 @@ from django.db import transaction
 
 from . import compat, limits, names
 from .conf import settings
-from .exceptions import DispatchJobsError, InvalidResources
+from .exceptions import DispatchJobsError, InvalidDuration, InvalidResources
+from .limits import short_repr
 from .resources import ResourceSet, check_custom_key_count, default_limits, parse_resources
 from .scope import Scope, as_scope
 from .storable import check_storable_text
@@ -360,7 +361,7 @@ def _retries(where: str, value: object) -> int:
     top = limits.MAX_RETRIES_MAX
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
         raise compat.InvalidTask(
-            f"{where}: max_retries must be an integer from 0 to {top}, got {_short(value)}."
+            f"{where}: max_retries must be an integer from 0 to {top}, got {short_repr(value)}."
         )
     return value
 
@@ -371,45 +372,21 @@ def _duration(where: str, option: str, value: object) -> timedelta | None:
     if value is None:
         return None
     low, high = limits.duration_bounds(option)
-    seconds = value.total_seconds() if isinstance(value, timedelta) else value
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
-        raise compat.InvalidTask(
-            f"{where}: {option} must be a positive timedelta or number of seconds, got "
-            f"{_short(value)}."
-        )
-    # Compared as seconds first: a number too large for a timedelta (or infinite)
-    # is out of bounds, not an OverflowError.
-    if not low.total_seconds() <= seconds <= high.total_seconds():
-        raise compat.InvalidTask(
-            f"{where}: {option} must be between {_seconds(low)} and {_seconds(high)}, got "
-            f"{_short(value)}."
-        )
-    return value if isinstance(value, timedelta) else timedelta(seconds=seconds)
-
-
-def _seconds(value: timedelta) -> str:
-    """A bound as people write it: "7 days", "1s", "1ms"."""
-    if value and value % timedelta(days=1) == timedelta(0):
-        days = value.days
-        return f"{days} day{'s' if days != 1 else ''}"
-    seconds = value.total_seconds()
-    return f"{seconds:g}s" if seconds >= 1 else f"{seconds * 1000:g}ms"
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    try:
+        return limits.to_duration(value, option, low=low, high=high, numbers=True)
+    except InvalidDuration as exc:
+        raise compat.InvalidTask(f"{where}: {exc}") from exc
 
 
 def _text(where: str, option: str, value: object, limit: int, *, empty_ok: bool) -> None:
     if not isinstance(value, str) or len(value) > limit or (not value and not empty_ok):
         raise compat.InvalidTask(
             f"{where}: {option} must be a{'' if empty_ok else ' non-empty'} string of at "
-            f"most {limit} characters, got {_short(value)}."
+            f"most {limit} characters, got {short_repr(value)}."
         )
     problem = check_storable_text(value)
     if problem:
-        raise compat.InvalidTask(f"{where}: {option} {_short(value)} {problem}.")
+        raise compat.InvalidTask(f"{where}: {option} {short_repr(value)} {problem}.")
 
 
 def _exception_classes(where: str, value: object) -> tuple[type[BaseException] | str, ...]:
@@ -464,6 +441,6 @@ def _to_scope(func: object, value: object) -> Scope:
         problem = check_storable_text(text)
         if problem:
             raise compat.InvalidTask(
-                f"Task {_describe(func)}: scope {label} {_short(text)} {problem}."
+                f"Task {_describe(func)}: scope {label} {short_repr(text)} {problem}."
             )
     return scope

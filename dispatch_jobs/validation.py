@@ -18,6 +18,9 @@ from django.utils import timezone
 
 from . import compat, limits
 from .conf import settings
+
+# Re-exported: docs/tasks.md names them here (they live in exceptions.py).
+from .exceptions import InvalidArguments, Unschedulable  # noqa: F401
 from .resources import ResourceSet, fits
 from .scope import Scope
 from .storable import Unstorable, check_storable_text, locate_unstorable
@@ -26,19 +29,10 @@ if TYPE_CHECKING:
     from .store import EncodedJSON
 
 NAME_MAX = limits.NAME_MAX
-QUEUE_MAX = limits.QUEUE_MAX
 SCOPE_MAX = limits.SCOPE_MAX
 # The args list and kwargs dict are one level of the payload document, and the
 # payload's own dict another: what is left is each argument's.
 _ARGUMENTS_DEPTH = limits.JSON_MAX_DEPTH - 1
-
-
-class InvalidArguments(compat.InvalidTask, ValueError):
-    """The arguments of an enqueue cannot be stored or would not bind to the task."""
-
-
-class Unschedulable(compat.InvalidTask):
-    """No live worker could ever satisfy the job's resource requirement."""
 
 
 def check_task_fields(task: compat.Task) -> None:
@@ -56,9 +50,9 @@ def check_task_fields(task: compat.Task) -> None:
     if isinstance(priority, bool) or not isinstance(priority, int | float):
         raise compat.InvalidTask(f"{where}: priority must be a whole number, got {priority!r}.")
     queue = task.queue_name
-    if not isinstance(queue, str) or not queue or len(queue) > QUEUE_MAX:
+    if not limits.is_queue_name(queue):
         raise compat.InvalidTask(
-            f"{where}: queue_name must be a non-empty string of at most {QUEUE_MAX} "
+            f"{where}: queue_name must be a non-empty string of at most {limits.QUEUE_MAX} "
             f"characters, got {queue!r}."
         )
     _check_text(where, "queue_name", queue)
@@ -89,11 +83,7 @@ def check_lease_ttl(where: str, lease_ttl: timedelta) -> None:
 
 
 def _check_run_after(where: str, run_after: datetime) -> None:
-    low, high = limits.RUN_AFTER_MIN, limits.RUN_AFTER_MAX
-    if timezone.is_naive(run_after):
-        # Compared as a wall-clock time: the bounds keep a day of margin for its zone.
-        low, high = low.replace(tzinfo=None), high.replace(tzinfo=None)
-    if not low <= run_after <= high:
+    if not limits.is_storable_time(run_after):
         raise compat.InvalidTask(
             f"{where}: run_after {run_after.isoformat()} is outside "
             f"{limits.RUN_AFTER_MIN.date()}..{limits.RUN_AFTER_MAX.date()} (UTC), the "

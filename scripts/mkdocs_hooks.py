@@ -4,7 +4,7 @@ cannot drift from it.
 A page asks for a table with a marker line, replaced when the page is built:
 
 - ``<!-- generated: settings -->``: every ``DISPATCH_JOBS`` key, its default and
-  the comment above it in ``dispatch_jobs/conf.py``;
+  what it does, from the table in ``dispatch_jobs/conf.py``;
 - ``<!-- generated: checks -->``: every system-check id found in the package, with
   its message (placeholders shown as ``‹name›``) and where it is raised;
 - ``<!-- generated: runjobs -->``: the ``runjobs`` arguments from its argparse parser;
@@ -16,11 +16,13 @@ from __future__ import annotations
 import ast
 import html
 import re
-import tokenize
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dispatch_jobs.conf import Section
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "dispatch_jobs"
@@ -70,55 +72,21 @@ def describe_default(value: object) -> str:
     return f"`{value!r}`"
 
 
-def _comments(path: Path) -> dict[int, str]:
-    with path.open("rb") as handle:
-        return {
-            token.start[0]: token.string.lstrip("#").strip()
-            for token in tokenize.tokenize(handle.readline)
-            if token.type == tokenize.COMMENT
-        }
+def settings_rows() -> Iterator[tuple[Section, str, object, str]]:
+    """(section, key, default, description) of every setting, in the order
+    ``dispatch_jobs.conf.Settings`` declares them."""
+    _django()
+    from dispatch_jobs.conf import TABLE
+
+    for setting in TABLE:
+        yield setting.section, setting.key, setting.default, setting.doc
 
 
-def settings_rows() -> Iterator[tuple[str, str, object, str]]:
-    """(section, key, default, description) for every key of ``DEFAULTS``, in order.
+def _values(key: str) -> str:
+    """What ``key`` accepts, as its check says it."""
+    from dispatch_jobs.conf import TABLE
 
-    The description is the comment block right above the key (a block above a run of
-    keys describes each of them); a ``# --- Section (doc)`` line starts a section.
-    """
-    from dispatch_jobs.conf import DEFAULTS
-
-    path = PACKAGE / "conf.py"
-    comments = _comments(path)
-    tree = ast.parse(path.read_text())
-    defaults = next(
-        node.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.AnnAssign)
-        and isinstance(node.target, ast.Name)
-        and node.target.id == "DEFAULTS"
-    )
-    assert isinstance(defaults, ast.Dict)
-    lines = path.read_text().splitlines()
-    section, description, previous_end = "The store", "", defaults.lineno
-    for key_node in defaults.keys:
-        assert isinstance(key_node, ast.Constant)
-        block: list[str] = []
-        line = key_node.lineno - 1
-        while line > previous_end and line in comments:
-            block.insert(0, comments[line])
-            line -= 1
-        headings = [text for text in block if text.startswith("---")]
-        if headings:
-            section = headings[-1].strip("- ")
-            block = block[block.index(headings[-1]) + 1 :]
-            description = ""
-        if block:
-            description = " ".join(block)
-        elif any(not text.strip() for text in lines[previous_end : key_node.lineno - 1]):
-            description = ""  # a blank line ends the run a comment block describes
-        key = str(key_node.value)
-        previous_end = key_node.end_lineno or key_node.lineno
-        yield section, key, DEFAULTS[key], description
+    return next(setting.kind.expected for setting in TABLE if setting.key == key)
 
 
 def settings_table() -> str:
@@ -127,13 +95,11 @@ def settings_table() -> str:
     for section, key, default, description in settings_rows():
         if section != current:
             current = section
-            # "The runjobs worker (docs/worker.md). Command-line ..." -> a heading and a note
-            title, _, note = section.partition(". ")
-            title = re.sub(r"\s*\(.*?\)", "", title).rstrip(".")
-            out += ["", f"### {title}", ""]
-            out += [note, ""] if note else []
-            out += ["| key | default | what it does |", "|---|---|---|"]
-        out.append(f"| `{key}` | {describe_default(default)} | {_cell(description)} |")
+            out += ["", f"### {section.title}", ""]
+            out += [section.note, ""] if section.note else []
+            out += ["| key | default | values | what it does |", "|---|---|---|---|"]
+        values, text = _cell(_values(key)), _cell(description)
+        out.append(f"| `{key}` | {describe_default(default)} | {values} | {text} |")
     return "\n".join(out).strip() + "\n"
 
 
@@ -184,8 +150,17 @@ def _messages(call: ast.Call) -> tuple[str, str, str]:
 def check_rows() -> list[tuple[str, str, str, str, str]]:
     """(id, level, message, hint, module) for every check id the package raises:
     in an ``Error``/``Warning`` call itself, or passed to a helper of the same
-    module that builds one."""
+    module that builds one, or declared for a setting's value in the settings
+    table (``dispatch_jobs/conf.py``)."""
+    _django()
+    from dispatch_jobs.conf import TABLE
+
     rows: dict[tuple[str, str], tuple[str, str, str, str, str]] = {}
+    for setting in TABLE:
+        if setting.check:
+            message = setting.kind.message("DISPATCH_JOBS[‹key›]", "‹value›")
+            row = (setting.check, "error", message, setting.kind.hint, "dispatch_jobs/conf.py")
+            rows[(setting.check, message)] = row
     for path in sorted(PACKAGE.rglob("*.py")):
         if "migrations" in path.parts:
             continue

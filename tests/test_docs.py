@@ -51,6 +51,19 @@ def test_every_setting_has_a_description_in_conf_py():
     assert [key for _, key, _, text in rows if not text] == []
 
 
+def test_the_settings_page_has_a_row_for_every_setting_in_the_table():
+    """docs/reference/settings.md is generated from the table: each key, its default
+    and what it accepts (the checks' own words)."""
+    from dispatch_jobs.conf import TABLE
+
+    table = mkdocs_hooks.settings_table()
+    page = (ROOT / "docs" / "reference" / "settings.md").read_text()
+    assert "<!-- generated: settings -->" in page
+    for setting in TABLE:
+        assert f"| `{setting.key}` | {mkdocs_hooks.describe_default(setting.default)} |" in table
+        assert mkdocs_hooks._cell(setting.kind.expected) in table
+
+
 def test_the_checks_reference_lists_every_id_the_code_raises():
     source = "\n".join(p.read_text() for p in (ROOT / "dispatch_jobs").rglob("*.py"))
     import re

@@ -20,10 +20,11 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from ..conf import settings
+from ..exceptions import QueryTooBroad
 from ..models import Job, JobState
 from ..store import db
 from .actions import ACTIONS
-from .safety import QueryTooBroad, bounded_queries
+from .safety import bounded_queries
 
 if TYPE_CHECKING:
     from .jobs import JobAdmin

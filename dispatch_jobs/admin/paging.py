@@ -28,9 +28,9 @@ from django.http import HttpRequest
 
 from ..conf import settings
 from ..cursor import decode_cursor, encode_cursor
-from ..exceptions import InvalidCursor
+from ..exceptions import InvalidCursor, QueryTooBroad
 from .params import CleanParamsMixin
-from .safety import QueryTooBroad, bounded_queries
+from .safety import bounded_queries
 
 CURSOR_VAR = "cursor"
 COUNT_VAR = "count"

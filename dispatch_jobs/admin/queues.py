@@ -21,14 +21,15 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
-from .. import store
+from .. import limits, store
 from ..conf import declared_queues, settings
+from ..exceptions import QueryTooBroad
 from ..models import READY_STATES, Job, JobState, QueueControl, Worker
 from ..store import db
 from .paging import bounded_count
 from .params import guarded
 from .readonly import OverviewAdmin
-from .safety import QueryTooBroad, bounded_queries
+from .safety import bounded_queries
 
 
 @dataclass(frozen=True)
@@ -176,8 +177,8 @@ class QueueControlAdmin(OverviewAdmin):
         if not self.has_pause_permission(request):
             raise PermissionDenied
         name = request.POST.get("queue", "").strip()
-        if not name or len(name) > 100:
-            messages.error(request, "Name a queue of at most 100 characters.")
+        if not limits.is_queue_name(name):
+            messages.error(request, f"Name a queue of {limits.QUEUE_NAME_RULE}.")
         else:
             (store.pause_queue if paused else store.resume_queue)(name)
             verb = "Paused" if paused else "Resumed"

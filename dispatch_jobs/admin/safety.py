@@ -17,21 +17,11 @@ from contextlib import contextmanager
 from django.db import OperationalError
 
 from ..conf import settings
+from ..exceptions import QueryTooBroad
 from ..store import db
 
 # PostgreSQL's SQLSTATE for "canceling statement due to statement timeout".
 _QUERY_CANCELED = "57014"
-
-
-class QueryTooBroad(Exception):
-    """An admin query ran past the statement timeout and was cancelled."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(
-            f"This view asked the database for more than it could answer in {seconds:g} s, "
-            "so the query was stopped. Narrow the filter (a state, a queue, a task or a "
-            "time range) and try again."
-        )
 
 
 def _timed_out(exc: BaseException) -> bool:

@@ -20,13 +20,14 @@ from django.template.response import TemplateResponse
 from django.urls import path
 
 from ..conf import settings
+from ..exceptions import QueryTooBroad
 from ..models import JobState, Usage
 from ..store import db
 from . import display
 from .paging import KeysetModelAdmin, SortKey
 from .params import guarded
 from .readonly import ReadOnlyAdmin
-from .safety import QueryTooBroad, bounded_queries
+from .safety import bounded_queries
 
 USAGE_SORT_KEYS = (SortKey("-id", "Newest first", None, True, "primary key"),)
 WINDOWS = {

@@ -18,16 +18,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from django.core.exceptions import ImproperlyConfigured
-
-EXTRA_HINT = "pip install 'dispatch-jobs[metrics]'"
-
-
-class MetricsUnavailable(ImproperlyConfigured):
-    """Metrics were asked for but prometheus-client is not installed."""
-
-    def __init__(self, what: str) -> None:
-        super().__init__(f"{what} needs prometheus-client, which is not installed: {EXTRA_HINT}.")
+from ..exceptions import MetricsUnavailable
 
 
 def prometheus_client(what: str) -> ModuleType:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from .. import limits
 from ..conf import settings
-from ..exceptions import InvalidJob, InvalidResources, PayloadTooLarge
+from ..exceptions import InvalidDuration, InvalidJob, InvalidResources, PayloadTooLarge
 from ..models import Job, JobState
 from ..resources import (
     STANDARD_KEYS,
@@ -35,7 +35,6 @@ from . import db
 from .rows import NEW_ROW, NewJobs
 
 NAME_MAX = limits.NAME_MAX
-QUEUE_MAX = limits.QUEUE_MAX
 # The encoding the payload cap measures: compact, non-ASCII kept as UTF-8. One
 # encoder for every call: json.dumps() with options builds a new one each time.
 # NaN and Infinity are refused: no database's JSON column accepts them.
@@ -84,9 +83,9 @@ def prepare(job: Job, max_payload_bytes: int | None = None) -> Job:
         raise InvalidJob(f"Job {job.pk} already exists; enqueue only new jobs.")
     if not isinstance(job.name, str) or not job.name or len(job.name) > NAME_MAX:
         raise InvalidJob(f"Job name must be a non-empty string of at most {NAME_MAX} chars.")
-    if not isinstance(job.queue, str) or not job.queue or len(job.queue) > QUEUE_MAX:
+    if not limits.is_queue_name(job.queue):
         raise InvalidJob(
-            f"Queue of {job.name!r} must be a non-empty string of at most {QUEUE_MAX} chars, "
+            f"Queue of {job.name!r} must be a string of {limits.QUEUE_NAME_RULE}, "
             f"got {job.queue!r}."
         )
     _check_texts(job)
@@ -146,20 +145,14 @@ def _check_times(job: Job) -> None:
         if value is None:
             continue
         low, high = limits.duration_bounds(attname)
-        if not isinstance(value, timedelta) or not low <= value <= high:
-            raise InvalidJob(
-                f"{attname} of {job.name!r} must be a timedelta from {low} to {high}, "
-                f"got {value!r}."
-            )
+        try:
+            limits.to_duration(value, f"{attname} of {job.name!r}", low=low, high=high)
+        except InvalidDuration as exc:
+            raise InvalidJob(str(exc)) from exc
     run_at = job.run_at
-    if isinstance(run_at, datetime):
-        first, last = limits.RUN_AFTER_MIN, limits.RUN_AFTER_MAX
-        if run_at.tzinfo is None:
-            first, last = first.replace(tzinfo=None), last.replace(tzinfo=None)
-        if not first <= run_at <= last:
-            raise InvalidJob(
-                f"run_at of {job.name!r} is outside {first.date()}..{last.date()}: {run_at}."
-            )
+    if isinstance(run_at, datetime) and not limits.is_storable_time(run_at):
+        first, last = limits.RUN_AFTER_MIN.date(), limits.RUN_AFTER_MAX.date()
+        raise InvalidJob(f"run_at of {job.name!r} is outside {first}..{last}: {run_at}.")
 
 
 def enqueue_job(job: Job) -> Job:

@@ -10,7 +10,8 @@ from django import template
 from django.contrib import messages
 
 from ..admin import dashboard, display
-from ..admin.safety import QueryTooBroad, bounded_queries
+from ..admin.safety import bounded_queries
+from ..exceptions import QueryTooBroad
 
 register = template.Library()
 

@@ -9,20 +9,28 @@ from __future__ import annotations
 
 import random
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..conf import settings
+from ..exceptions import InvalidDuration
+from ..limits import to_duration
+
+if TYPE_CHECKING:
+    from ..compat import Task
 
 
 def _seconds(value: object, default: timedelta) -> float:
-    if isinstance(value, timedelta):
-        return value.total_seconds()
-    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-        return float(value)
-    return default.total_seconds()
+    """A task's bound (normalised at definition, so this is a guard): a duration or
+    a number of seconds, zero allowed; anything else falls back to the setting."""
+    try:
+        return to_duration(value, "backoff", zero=True, numbers=True).total_seconds()
+    except InvalidDuration:
+        return default.total_seconds()
 
 
-def retry_delay(retry_number: int, task: Any = None, rng: random.Random | None = None) -> timedelta:
+def retry_delay(
+    retry_number: int, task: Task | None = None, rng: random.Random | None = None
+) -> timedelta:
     """The wait before retry ``retry_number`` (1 for the first retry).
 
     The task may override the bounds with ``retry_backoff_base`` and

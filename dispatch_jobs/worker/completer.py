@@ -17,11 +17,12 @@ from datetime import timedelta
 from django.db import connections
 
 from .. import store
+from ..exceptions import GaveUp
 from ..storable import storable_text
 from .executor import EXECUTOR_NAME, Attempt
 from .joblog import log_attempt
 from .outcomes import Outcome, Verdict
-from .transient import GaveUp, reset_connection, retry_transient
+from .transient import reset_connection, retry_transient
 
 logger = logging.getLogger("dispatch_jobs.worker")
 

@@ -7,7 +7,6 @@ argument was wrong and what would be right.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import uuid
 from collections.abc import Mapping
@@ -16,35 +15,28 @@ from datetime import timedelta
 from typing import Any
 
 from ..conf import settings
-from ..exceptions import DispatchJobsError, InvalidResources
+from ..exceptions import InvalidDuration, InvalidResources, QueueNameError, WorkerConfigError
+from ..limits import LEASE_TTL_MAX, LEASE_TTL_MIN, to_duration
 from ..resources import STANDARD_KEYS, ResourceSet, parse_budget_text
-from .queues import QueueNameError, ServedQueues, served_queues
+from .queues import ServedQueues, served_queues
 
 WORKER_ID_MAX = 100
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
-class WorkerConfigError(DispatchJobsError, ValueError):
-    """A worker argument or setting is invalid; nothing was started."""
-
-
-def parse_duration(option: str, value: object) -> timedelta:
-    """``2``, ``0.5``, ``"500ms"``, ``"2s"``, ``"1m"``, ``"1h"`` or a timedelta; > 0."""
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str) and (match := _DURATION_RE.match(value)):
-        seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    else:
-        raise WorkerConfigError(
-            f"{option}: cannot read {value!r} as a duration (use seconds such as 2 or 0.5, "
-            "or a unit: 500ms, 2s, 1m, 1h)."
-        )
-    if seconds <= 0:
-        raise WorkerConfigError(f"{option} must be positive, got {value!r}.")
-    return timedelta(seconds=seconds)
+def parse_duration(
+    option: str,
+    value: object,
+    *,
+    low: timedelta | None = None,
+    high: timedelta | None = None,
+    zero: bool = False,
+) -> timedelta:
+    """``2``, ``0.5``, ``"500ms"``, ``"2s"``, ``"1m"``, ``"1h"`` or a timedelta; > 0
+    (or zero too, with ``zero``), from ``low`` to ``high`` when given."""
+    try:
+        return to_duration(value, option, low=low, high=high, zero=zero, numbers=True, text=True)
+    except InvalidDuration as exc:
+        raise WorkerConfigError(str(exc)) from exc
 
 
 def default_worker_id() -> str:
@@ -113,7 +105,9 @@ def build_config(options: Mapping[str, Any]) -> WorkerConfig:
     max_jobs = options.get("max_jobs")
     if max_jobs is not None:
         max_jobs = _int("--max-jobs", max_jobs, 1)
-    lease_ttl = parse_duration("--lease-ttl", given("lease_ttl", settings.lease_ttl))
+    lease_ttl = parse_duration(
+        "--lease-ttl", given("lease_ttl", settings.lease_ttl), low=LEASE_TTL_MIN, high=LEASE_TTL_MAX
+    )
     heartbeat = parse_duration("--heartbeat", given("heartbeat", settings.heartbeat_interval))
     if heartbeat >= lease_ttl:
         raise WorkerConfigError(
@@ -187,9 +181,7 @@ def _worker_id(value: object) -> str:
 
 
 def _grace(value: object) -> timedelta:
-    if isinstance(value, int | float | str) and str(value).strip() in ("0", "0.0"):
-        return timedelta(0)  # zero grace is allowed: hand back at once
-    return parse_duration("--shutdown-grace", value)
+    return parse_duration("--shutdown-grace", value, zero=True)  # zero: hand back at once
 
 
 def _metrics_address(value: object) -> tuple[str, int] | None:

@@ -16,18 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from ..compat import TaskContext
-from ..exceptions import DispatchJobsError
-
-
-class JobCancelled(DispatchJobsError):
-    """The job was cancelled while it ran: its lease was lost or the worker is
-    handing it back (its outcome is discarded), or an operator cancelled it (it
-    ends cancelled). Raise it to stop promptly."""
-
-
-class JobTimedOut(JobCancelled):
-    """The job ran past its timeout; it is recorded as a (retryable) timeout."""
-
+from ..exceptions import JobCancelled, JobTimedOut
 
 # Why a job was cancelled; set once, first reason wins.
 LEASE_LOST = "lease lost"

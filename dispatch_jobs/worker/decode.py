@@ -12,12 +12,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from ..exceptions import Permanent
-from ..limits import LEASE_TTL_MAX
+from ..exceptions import InvalidDuration
+from ..limits import LEASE_TTL_MAX, to_duration
 from ..models import Job
 
-# The longest lease a worker renews: the bound enqueue enforces (limits.py).
-MAX_LEASE_TTL = LEASE_TTL_MAX
+# The longest a stored duration may be: a lease no longer than enqueue allows
+# (limits.py), which a worker renews; a timeout any length (a row written by an
+# older version may hold more than enqueue allows today).
+_HIGHEST = {"lease_ttl": LEASE_TTL_MAX, "timeout": None}
 
 
 def lease_ttl_of(job: Job, default: timedelta) -> timedelta:
@@ -25,13 +27,20 @@ def lease_ttl_of(job: Job, default: timedelta) -> timedelta:
     worker's (a row with an absurd TTL fails in the executor, never in a
     renewal it shares with other jobs)."""
     ttl = job.lease_ttl
-    if isinstance(ttl, timedelta) and timedelta(0) < ttl <= MAX_LEASE_TTL:
-        return ttl
-    return default
+    return default if ttl is None or _duration_problem(job, "lease_ttl") else ttl
 
 
-class UndecodableJob(Permanent):
-    """A claimed row has a column the worker cannot decode."""
+def _duration_problem(job: Job, column: str) -> str | None:
+    """Why ``column`` of ``job`` is not a stored duration in bounds; None when it is
+    (or is unset)."""
+    value = getattr(job, column)
+    if value is None:
+        return None
+    try:
+        to_duration(value, f"column {column!r}", high=_HIGHEST[column])
+    except InvalidDuration as exc:
+        return str(exc).removesuffix(".")
+    return None
 
 
 def problem_with(job: Job) -> str | None:
@@ -52,11 +61,8 @@ def problem_with(job: Job) -> str | None:
     if not isinstance(job.attempts, list) and job.attempts is not None:
         return f"column 'attempts' must be a list, got {_show(job.attempts)}"
     for column in ("timeout", "lease_ttl"):
-        value = getattr(job, column)
-        if value is not None and (not isinstance(value, timedelta) or value <= timedelta(0)):
-            return f"column {column!r} must be a positive duration, got {_show(value)}"
-    if job.lease_ttl is not None and job.lease_ttl > MAX_LEASE_TTL:
-        return f"column 'lease_ttl' is {job.lease_ttl}, over the maximum of {MAX_LEASE_TTL}"
+        if problem := _duration_problem(job, column):
+            return problem
     for column in ("retry_count", "max_retries", "lease_epoch", "evict_count"):
         if not isinstance(getattr(job, column), int):
             return f"column {column!r} must be an integer, got {_show(getattr(job, column))}"

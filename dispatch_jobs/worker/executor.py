@@ -19,16 +19,23 @@ from typing import Any
 from django.utils import timezone
 
 from ..compat import (
+    Task,
     log_task_finished,
     log_task_started,
     normalize_json,
     task_finished,
     task_started,
 )
-from ..exceptions import Permanent
+from ..exceptions import (
+    InvalidPayload,
+    InvalidReturnValue,
+    JobTimedOut,
+    TaskNotFound,
+    UndecodableJob,
+)
 from ..limits import RETURN_VALUE_MAX_BYTES
 from ..models import Job
-from ..names import TaskNotFound, load_task
+from ..names import load_task
 from ..scope import scope
 from ..storable import find_unstorable, storable_text
 from ..store import Settled, Spent
@@ -38,11 +45,10 @@ from .context import (
     Cancellation,
     ContextSlot,
     JobContext,
-    JobTimedOut,
     reset_current_job,
     set_current_job,
 )
-from .decode import UndecodableJob, problem_with
+from .decode import problem_with
 from .outcomes import Kind, Outcome, Verdict, class_path, is_permanent, settle
 from .results import backend_class, has_effect, task_result
 
@@ -53,14 +59,6 @@ MAX_RETURN_BYTES = RETURN_VALUE_MAX_BYTES
 MAX_MESSAGE_CHARS = 10_000
 MAX_TRACEBACK_CHARS = 50_000
 logger = logging.getLogger("dispatch_jobs.worker")
-
-
-class InvalidPayload(Permanent):
-    """The job's payload cannot be decoded into args and kwargs."""
-
-
-class InvalidReturnValue(Permanent):
-    """The handler returned a value that cannot be stored as JSON."""
 
 
 @dataclass
@@ -133,7 +131,7 @@ def execute(
 
 def _run_handler(
     job: Job,
-    task: Any,
+    task: Task,
     args: list[Any],
     kwargs: dict[str, Any],
     context: ContextSlot,
@@ -145,7 +143,7 @@ def _run_handler(
         if has_effect(task_started, log_task_started):
             task_started.send(sender=sender, task_result=context.get().task_result)
         with scope(job.scope_app_id, job.scope_org_id), execution_span(job):
-            if getattr(task, "takes_context", False):
+            if task.takes_context:
                 raw = task.call(context.get(), *args, **kwargs)
             else:
                 raw = task.call(*args, **kwargs)
@@ -167,7 +165,7 @@ def _run_handler(
     return attempt
 
 
-def _send_finished(sender: type, attempt: Attempt, task: Any) -> None:
+def _send_finished(sender: type, attempt: Attempt, task: Task) -> None:
     """``task_finished`` for a settled attempt. A failing receiver is logged, never
     raised: the outcome must still be written, or a completed job would run again."""
     outcome, job = attempt.outcome, attempt.job
@@ -226,7 +224,7 @@ def normalize_return(value: Any) -> Any:
     return normalized
 
 
-def _classify(exc: BaseException, context: ContextSlot, task: Any) -> Kind:
+def _classify(exc: BaseException, context: ContextSlot, task: Task) -> Kind:
     if context.cancellation.stop_requested:
         return Kind.STOPPED  # whatever it raised on its way out, it was cancelled
     if context.cancellation.is_set() and context.cancellation.reason != TIMED_OUT:
@@ -259,7 +257,7 @@ class _Clock:
     def stopped(self, cancellation: Cancellation, message: str) -> Outcome:
         """The outcome of a job an operator cancelled while it ran."""
         outcome = self.outcome(Kind.STOPPED, message=message)
-        outcome.exception_class = "dispatch_jobs.worker.context.JobCancelled"
+        outcome.exception_class = "dispatch_jobs.exceptions.JobCancelled"
         outcome.extra["by"] = cancellation.by
         return outcome
 

@@ -138,7 +138,7 @@ class Heartbeat:
             started_at=job.started_at or finished,
             finished_at=finished,
             wall_time=(finished - (job.started_at or finished)).total_seconds(),
-            exception_class="dispatch_jobs.worker.context.JobTimedOut",
+            exception_class="dispatch_jobs.exceptions.JobTimedOut",
             message=(
                 f"still running {self.abandon_after:g}s after its timeout; abandoned "
                 "(in-process execution cannot stop the thread)"

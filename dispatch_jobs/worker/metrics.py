@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from ..metrics import MetricsUnavailable, prometheus_client
+from ..exceptions import MetricsUnavailable, WorkerConfigError
+from ..metrics import prometheus_client
 from ..models import Job, JobState
-from .config import WorkerConfig, WorkerConfigError
+from .config import WorkerConfig
 
 if TYPE_CHECKING:
     from .executor import Attempt

@@ -25,16 +25,13 @@ from django.db import connections
 
 from .. import store
 from ..conf import settings
+from ..exceptions import Deaf
 
 # How long a new LISTEN connection waits for its own probe notification, and how
 # long a deaf one waits before trying again (a pooler does not change its mind soon).
 PROBE_TIMEOUT = 10.0
 DEAF_RETRY = 300.0
 PROBE_PREFIX = "dispatch_jobs:probe:"
-
-
-class Deaf(Exception):
-    """LISTEN succeeded, but the probe notification never arrived."""
 
 
 logger = logging.getLogger("dispatch_jobs.worker")

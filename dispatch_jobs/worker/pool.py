@@ -25,6 +25,7 @@ import time
 from django.db import connections
 
 from .. import store
+from ..exceptions import GaveUp
 from ..models import Job, JobState
 from . import metrics as worker_metrics
 from .completer import Completer
@@ -42,7 +43,7 @@ from .pacing import Listener, Pacer
 from .registry import Registry
 from .shutdown import Shutdown
 from .summary import Stats, Summary, banner
-from .transient import GaveUp, reset_connection, retry_transient
+from .transient import reset_connection, retry_transient
 
 logger = logging.getLogger("dispatch_jobs.worker")
 

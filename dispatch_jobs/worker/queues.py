@@ -15,11 +15,8 @@ from dataclasses import dataclass
 
 from django.utils.module_loading import import_string
 
-from ..validation import QUEUE_MAX
-
-
-class QueueNameError(ValueError):
-    """A queue name given to the worker is not one (the message says which)."""
+from .. import limits
+from ..exceptions import QueueNameError
 
 
 @dataclass(frozen=True)
@@ -47,9 +44,9 @@ def parse_queue_names(value: object, option: str) -> tuple[str, ...]:
     for name in names:
         for part in str(name).split(","):
             part = part.strip()
-            if not part or len(part) > QUEUE_MAX:
+            if not limits.is_queue_name(part):
                 raise QueueNameError(
-                    f"{option}: {name!r} is not a queue name (1 to {QUEUE_MAX} characters)."
+                    f"{option}: {name!r} is not a queue name ({limits.QUEUE_NAME_RULE})."
                 )
             if part not in result:
                 result.append(part)

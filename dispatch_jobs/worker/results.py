@@ -5,23 +5,28 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any
 
 from django.dispatch import Signal
 
-from ..compat import DEFAULT_TASK_BACKEND_ALIAS, TASKS_LOGGER_NAME, TaskResult, task_backends
+from ..compat import (
+    DEFAULT_TASK_BACKEND_ALIAS,
+    TASKS_LOGGER_NAME,
+    Task,
+    TaskResult,
+    task_backends,
+)
 from ..models import Job
 from ..results import job_to_result
 
 
-def task_result(job: Job, task: Any) -> TaskResult:
+def task_result(job: Job, task: Task) -> TaskResult:
     """The job as a ``django.tasks.TaskResult`` (status by the row's state)."""
-    return job_to_result(job, task, getattr(task, "backend", DEFAULT_TASK_BACKEND_ALIAS))
+    return job_to_result(job, task, task.backend)
 
 
-def backend_class(task: Any) -> type:
+def backend_class(task: Task) -> type:
     """The signals' sender: the class of the task's backend (Django's contract)."""
-    alias = getattr(task, "backend", DEFAULT_TASK_BACKEND_ALIAS)
+    alias = task.backend
     try:
         return type(task_backends[alias])
     except Exception:  # noqa: BLE001 - an alias no longer configured: use the default's

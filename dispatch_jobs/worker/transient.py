@@ -14,15 +14,12 @@ from collections.abc import Callable
 
 from django.db import InterfaceError, OperationalError, connections
 
+from ..exceptions import GaveUp
 from ..store import db
 from ..store.db import refused_by_content
 
 TRANSIENT_ERRORS = (OperationalError, InterfaceError)
 logger = logging.getLogger("dispatch_jobs.worker")
-
-
-class GaveUp(Exception):
-    """The worker stopped before a transient error cleared."""
 
 
 def retry_transient[T](

@@ -108,15 +108,17 @@ class TestCancel:
         assert Job.objects.filter(pk__in=report.done, completed_at__isnull=True).count() == 0
         assert _claim_all("c1") == []
 
-    def test_running_and_finished_jobs_are_skipped(self):
+    def test_finished_jobs_are_skipped_and_running_ones_only_asked_to_stop(self):
         held = builders.running(1)[0]
         done = builders.completed(1)[0]
         report = store.cancel_jobs([held.pk, done.pk])
-        assert report.done == []
-        assert report.skipped[held.pk] == "is running; only pending or retrying jobs qualify"
+        assert report.done == [] and report.requested == [held.pk]
+        assert list(report.skipped) == [done.pk]
         assert report.skipped[done.pk].startswith("is completed")
         held.refresh_from_db()
+        # Still its worker's: the worker stops it and writes it cancelled.
         assert (held.state, held.worker_id) == (JobState.RUNNING, builders.WORKER)
+        assert held.cancel_requested_at is not None
 
 
 @pytest.mark.django_db(transaction=True)

@@ -10,7 +10,8 @@ from django.db import connection
 from django.test import override_settings
 from django.urls import reverse
 
-from dispatch_jobs.admin.safety import QueryTooBroad, bounded_queries
+from dispatch_jobs.admin.safety import bounded_queries
+from dispatch_jobs.exceptions import QueryTooBroad
 
 from . import builders
 from .locks import held_elsewhere

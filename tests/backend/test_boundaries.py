@@ -241,7 +241,7 @@ DURATIONS = [
     ),
     pytest.param("lease_ttl", 1e300, "between 1s and 7 days", id="ttl-1e300s"),
     pytest.param("lease_ttl", math.inf, "between 1s and 7 days", id="ttl-inf"),
-    pytest.param("lease_ttl", math.nan, "must be a positive timedelta", id="ttl-nan"),
+    pytest.param("lease_ttl", math.nan, "must be positive", id="ttl-nan"),
     pytest.param("timeout", timedelta(microseconds=1), "between 1ms and 30 days", id="1us"),
     pytest.param("timeout", timedelta(days=31), "between 1ms and 30 days", id="31d"),
     pytest.param("timeout", timedelta(days=999_999_999), "30 days", id="timeout-absurd"),

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from dispatch_jobs.names import TaskNotFound, load_task
+from dispatch_jobs.exceptions import TaskNotFound
+from dispatch_jobs.names import load_task
 from tests.backend.fresh_process import run_python
 from tests.jobs import tasks
 

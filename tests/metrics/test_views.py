@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from dispatch_jobs.metrics import MetricsUnavailable
+from dispatch_jobs.exceptions import MetricsUnavailable
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.metrics.urls")]
 

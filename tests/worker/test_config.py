@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 from django.test import override_settings
 
-from dispatch_jobs.worker.config import WorkerConfigError, build_config, parse_duration
+from dispatch_jobs.exceptions import WorkerConfigError
+from dispatch_jobs.worker.config import build_config, parse_duration
 
 
 def test_defaults_come_from_settings():

@@ -201,7 +201,7 @@ def test_cooperative_timeout_is_recorded_as_a_retryable_failure(workers):
     wait_until(lambda: Job.objects.get(pk=job.pk).state == JobState.FAILED, what="two timeouts")
     job.refresh_from_db()
     assert [a["status"] for a in job.attempts] == ["timeout", "timeout"]
-    assert job.attempts[0]["exception_class"] == "dispatch_jobs.worker.context.JobTimedOut"
+    assert job.attempts[0]["exception_class"] == "dispatch_jobs.exceptions.JobTimedOut"
     assert job.retry_count == 1 and job.evict_count == 0
 
 

@@ -13,8 +13,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from prometheus_client.parser import text_string_to_metric_families
 
+from dispatch_jobs.exceptions import WorkerConfigError
 from dispatch_jobs.models import Job, JobState
-from dispatch_jobs.worker.config import WorkerConfigError, build_config
+from dispatch_jobs.worker.config import build_config
 from tests.jobs import tasks
 from tests.worker.processes import FAST, WorkerProcess, wait_until
 from tests.worker.support import enqueue

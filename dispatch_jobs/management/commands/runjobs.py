@@ -7,7 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from dispatch_jobs.worker.config import WorkerConfigError, build_config
+from dispatch_jobs.exceptions import WorkerConfigError
+from dispatch_jobs.worker.config import build_config
 from dispatch_jobs.worker.verbosity import configure_logging
 
 VERBOSITY_HELP = (

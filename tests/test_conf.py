@@ -1,0 +1,73 @@
+"""The settings table (dispatch_jobs/conf.py): each entry gives a typed attribute,
+its default, the check of its value, and its row of the settings page."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+
+from dispatch_jobs import checks
+from dispatch_jobs.conf import DEFAULTS, TABLE, Settings, settings
+from dispatch_jobs.setting_kinds import Duration, Integer
+
+CHECKS = (
+    checks.check_settings,
+    checks.check_admin_settings,
+    checks.check_tasks_settings,
+    checks.check_worker_settings,
+    checks.check_metrics_settings,
+)
+
+
+def ids_for(value: dict[str, object]) -> set[str]:
+    with override_settings(DISPATCH_JOBS=value):
+        return {message.id for check in CHECKS for message in check()}
+
+
+def test_every_key_is_an_attribute_named_after_it():
+    assert [setting.key for setting in TABLE] == list(DEFAULTS)
+    assert len(TABLE) == len({setting.key for setting in TABLE})
+    for setting in TABLE:
+        assert getattr(Settings, setting.key.lower()) is setting
+
+
+def test_attributes_read_defaults_then_user_values():
+    with override_settings(DISPATCH_JOBS={}):
+        assert settings.lease_ttl == timedelta(seconds=30)
+        assert settings.worker_queues is None
+        assert settings.listen_database == "default"  # unset: DATABASE's
+    with override_settings(DISPATCH_JOBS={"WORKER_QUEUES": ("a", "b"), "REDACT": None}):
+        assert settings.worker_queues == ["a", "b"]
+        assert settings.redact == ""
+
+
+@pytest.mark.parametrize("setting", TABLE, ids=lambda s: s.key)
+def test_every_default_passes_its_own_check(setting):
+    assert setting.problem(setting.default) is None
+
+
+@pytest.mark.parametrize("setting", [s for s in TABLE if s.check], ids=lambda s: s.key)
+def test_every_checked_setting_refuses_a_wrong_type_with_its_id(setting):
+    """A value of no kind any setting takes is refused under the entry's own id, by
+    the check function of its section."""
+    assert setting.check in ids_for({setting.key: object()})
+    assert ids_for({setting.key: setting.default}) == set()
+
+
+def test_a_new_entry_is_checked_with_no_other_code():
+    """What an entry declares is what the checks enforce: the bounds of a duration
+    kind come from limits, an integer kind's floor from the entry."""
+    lease = next(s for s in TABLE if s.key == "LEASE_TTL")
+    assert isinstance(lease.kind, Duration)
+    assert lease.problem(timedelta(days=8)) is not None
+    assert lease.problem(timedelta(days=7)) is None
+    assert "dispatch_jobs.E003" in ids_for({"LEASE_TTL": timedelta(milliseconds=500)})
+    retries = next(s for s in TABLE if s.key == "DEFAULT_MAX_RETRIES")
+    assert retries.kind == Integer(0)
+    assert retries.problem(0) is None and retries.problem(-1) is not None
+
+
+def test_every_entry_is_documented():
+    assert [setting.key for setting in TABLE if not setting.doc.strip()] == []
