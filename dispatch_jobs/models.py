@@ -10,6 +10,8 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
 
+from .limits import QUEUE_MAX
+
 
 class JobState(models.TextChoices):
     PENDING = "pending", "Pending"
@@ -53,7 +55,7 @@ class Job(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     name = models.CharField(max_length=255, help_text="The task's import path or alias.")
-    queue = models.CharField(max_length=100, default="default")
+    queue = models.CharField(max_length=QUEUE_MAX, default="default")
     payload = models.JSONField(default=dict, help_text="{'args': [...], 'kwargs': {...}}")
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.PENDING)
     priority = models.IntegerField(default=0)
@@ -183,7 +185,7 @@ class Usage(models.Model):
     id = models.BigAutoField(primary_key=True)
     job_id = models.BigIntegerField(db_index=True)
     name = models.CharField(max_length=255)
-    queue = models.CharField(max_length=100)
+    queue = models.CharField(max_length=QUEUE_MAX)
     attempt = models.IntegerField()
     status = models.CharField(max_length=16, choices=JobState.choices)
     input_bytes = models.BigIntegerField(default=0)
@@ -255,7 +257,7 @@ class Leadership(models.Model):
 class QueueControl(models.Model):
     """Operator state of a queue; a paused queue is skipped by every claim."""
 
-    name = models.CharField(max_length=100, primary_key=True)
+    name = models.CharField(max_length=QUEUE_MAX, primary_key=True)
     paused = models.BooleanField(default=False)
     updated_at = models.DateTimeField(db_default=Now())
 
@@ -275,7 +277,7 @@ class TaskMinute(models.Model):
     id = models.BigAutoField(primary_key=True)
     minute = models.DateTimeField(help_text="The bucket's start (UTC, whole minute).")
     name = models.CharField(max_length=255)
-    queue = models.CharField(max_length=100)
+    queue = models.CharField(max_length=QUEUE_MAX)
     completed = models.IntegerField(default=0)
     failed = models.IntegerField(default=0)
     cancelled = models.IntegerField(default=0)
