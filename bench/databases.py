@@ -19,8 +19,12 @@ MYSQL_SERVER = os.environ.get("BENCH_MYSQL_URL", "mysql://root@127.0.0.1:3306")
 SQLITE_DIR = Path(os.environ.get("BENCH_SQLITE_DIR", "/tmp/bench"))
 
 
+# BENCH_DB_PREFIX keeps two people's runs on one server apart (default "bench_").
+DB_PREFIX = os.environ.get("BENCH_DB_PREFIX", "bench_")
+
+
 def database_name(system: str) -> str:
-    return f"bench_{system}"
+    return f"{DB_PREFIX}{system}"
 
 
 def database_url(vendor: str, system: str) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -200,6 +201,7 @@ class DispatchBackend(compat.BaseTaskBackend):
     ) -> list[compat.TaskResult]:
         """Write validated calls in one INSERT and send ``task_enqueued`` for each."""
         from .store import insert_jobs
+        from .worker.results import has_effect
 
         if not checked:
             return []
@@ -210,12 +212,16 @@ class DispatchBackend(compat.BaseTaskBackend):
             task, new.shared["queue"], new.shared["priority"], self.alias
         )
         sender = type(self)
+        # Skipped when only Django's own receiver would hear it and its logger
+        # drops DEBUG records (the default): the send cost more than the row.
+        send = has_effect(compat.task_enqueued, compat.log_task_enqueued, logging.DEBUG)
         results = []
         for (job_id, created_at), call in zip(created, checked, strict=True):
             result = enqueued_result(
                 result_task, self.alias, job_id, created_at, call.args, call.kwargs
             )
-            compat.task_enqueued.send(sender, task_result=result)
+            if send:
+                compat.task_enqueued.send(sender, task_result=result)
             results.append(result)
         return results
 

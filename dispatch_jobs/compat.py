@@ -101,3 +101,4 @@ else:
 # they would hear while their logger is quiet).
 log_task_started = getattr(_signals, "log_task_started", None)
 log_task_finished = getattr(_signals, "log_task_finished", None)
+log_task_enqueued = getattr(_signals, "log_task_enqueued", None)  # logs at DEBUG

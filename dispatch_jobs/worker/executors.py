@@ -56,6 +56,10 @@ class Executors:
     def submit(self, held: Held) -> None:
         self.inbox.put(held)
 
+    def waiting(self) -> int:
+        """Submitted jobs no thread has taken yet (claimed, prefetched)."""
+        return self.inbox.qsize()
+
     def stop(self, timeout: float) -> None:
         """Let each thread finish its job, close its connection and exit. Handlers
         still running ``timeout`` seconds from now are left behind (daemon threads)."""

@@ -68,12 +68,15 @@ class Fetcher:
                 return []  # a job runs alone here: nothing beside it
             self.alone = None
         if self._suspects_waiting():
-            if self.inflight.executing():
-                return []  # the pool empties first
+            if len(self.inflight):
+                # The pool empties first, outcomes written included: a suspect
+                # that kills this process must not take a finished neighbour's
+                # unwritten outcome with it (the neighbour would run again).
+                return []
             if jobs := self._claim_alone():
                 return jobs
         jobs = self._claim(1 if self.config.budget else limit, suspects="exclude", alone=False)
-        if not jobs and not self.inflight.executing():
+        if not jobs and not len(self.inflight):
             # Idle (or a burst about to end): a suspect may be all that is left.
             self.next_probe = 0.0
             if self._suspects_waiting():

@@ -77,6 +77,9 @@ class Pool:
         self.listener = Listener(config.queues, self.wake, self.stop)
         self.executors = Executors(config.concurrency, self._execute)
         self.dispatched = 0
+        # Claim again when this few claimed jobs still wait for a thread (see
+        # _wants_jobs). A budget claims one job at a time and prefetches none.
+        self.refill_at = 0 if config.budget else config.prefetch // 2
         self.deadline: float | None = None  # monotonic end of a signalled drain's grace
         # None unless --metrics-port: then the hot path's only cost is the test.
         self.metrics = worker_metrics.start(config, self.inflight.__len__, self._is_leader)
@@ -113,7 +116,7 @@ class Pool:
             self.summary.maybe_log(len(self.inflight))
             if self._quota_reached():
                 return
-            free = self.fetcher.free_slots()
+            free = self.fetcher.free_slots() if self._wants_jobs() else 0
             delay = self.config.max_poll_interval.total_seconds()
             if free:
                 try:
@@ -138,6 +141,15 @@ class Pool:
                 delay = self.pacer.idle()
             self.wake.wait(delay)
 
+    def _wants_jobs(self) -> bool:
+        """Whether a claim is due: the claimed jobs still waiting for a thread are
+        down to the refill mark (half the prefetch). Refilling at every freed slot
+        made claims of a few jobs each, one statement (and one wake of this loop)
+        per handful of jobs; refilling in halves claims hundreds at a time while
+        the threads never run dry. Without prefetch the mark is 0: a claim is due
+        as soon as nothing waits, as before."""
+        return self.executors.waiting() <= self.refill_at
+
     def _quota_reached(self) -> bool:
         return self.config.max_jobs is not None and self.dispatched >= self.config.max_jobs
 
@@ -160,6 +172,10 @@ class Pool:
         # A drain starts nothing new: a job still waiting for a thread is handed back.
         if self.shutdown.draining.is_set() or not held.start():
             return
+        if self._wants_jobs():
+            # Taking this job may have brought the waiting ones down to the mark
+            # while a slot freed earlier went unannounced (see _wants_jobs).
+            self.wake.set()
         # The timeout counts from the start of the handler, not from the claim.
         held.deadline = deadline_for(held.job)
         if self.metrics is not None:
@@ -171,7 +187,8 @@ class Pool:
             logger.exception("Job %s: the executor failed; its lease will lapse.", held.job.pk)
         if attempt is not None and held.finish():
             self.completer.submit(attempt)
-            self.wake.set()  # the slot is free for a new claim
+            if self._wants_jobs():
+                self.wake.set()  # the slot is free for a new claim
         elif attempt is None and held.drop():
             self._forget(held)
         else:
@@ -193,7 +210,8 @@ class Pool:
             self.stats.count("retried")
         else:
             self.stats.count("failed")
-        self.wake.set()
+        if self._wants_jobs():
+            self.wake.set()  # a held slot is free (a waiting burst may be over)
 
     def _is_leader(self) -> bool:
         return self.maintenance is not None and self.maintenance.is_leader

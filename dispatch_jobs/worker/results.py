@@ -33,10 +33,11 @@ def backend_class(task: Task) -> type:
         return type(task_backends[DEFAULT_TASK_BACKEND_ALIAS])
 
 
-def has_effect(signal: Signal, logging_receiver: object) -> bool:
+def has_effect(signal: Signal, logging_receiver: object, level: int = logging.INFO) -> bool:
     """Whether sending ``signal`` could do anything: False only when its one
     receiver is ``logging_receiver`` (Django's own, which logs each task on the
-    tasks logger, ``django.tasks``, at INFO) and that logger drops INFO records.
+    tasks logger, ``django.tasks``, at ``level``: INFO for a start or a finish,
+    DEBUG for an enqueue) and that logger drops records of that level.
 
     Building the ``TaskResult`` a send carries costs more than running a no-op
     job, and the worker sends two per job; when nobody would see them, it skips
@@ -52,7 +53,7 @@ def has_effect(signal: Signal, logging_receiver: object) -> bool:
     receiver = receivers[0]
     if isinstance(receiver, weakref.ReferenceType):
         receiver = receiver()
-    return receiver is not logging_receiver or _TASKS_LOGGER.isEnabledFor(logging.INFO)
+    return receiver is not logging_receiver or _TASKS_LOGGER.isEnabledFor(level)
 
 
 _TASKS_LOGGER = logging.getLogger(TASKS_LOGGER_NAME)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from datetime import UTC, datetime, timedelta
@@ -15,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from dispatch_jobs import store
 from dispatch_jobs.backend import DispatchBackend
-from dispatch_jobs.compat import InvalidTask, TaskResultStatus, task_enqueued
+from dispatch_jobs.compat import TASKS_LOGGER_NAME, InvalidTask, TaskResultStatus, task_enqueued
 from dispatch_jobs.models import Job
 from dispatch_jobs.scope import scope
 from dispatch_jobs.validation import Unschedulable
@@ -181,6 +182,24 @@ def test_task_enqueued_is_sent_with_the_backend_class():
     finally:
         task_enqueued.disconnect(receiver)
     assert seen == [(DispatchBackend, result.id, TaskResultStatus.READY)]
+
+
+@pytest.mark.django_db
+def test_django_logs_each_enqueue_when_its_logger_takes_debug_records(caplog):
+    """The send is skipped only while Django's own receiver would drop it: with
+    the tasks logger at DEBUG, each enqueued job is logged, one by one and in a
+    batch."""
+    with caplog.at_level(logging.DEBUG, logger=TASKS_LOGGER_NAME):
+        one = tasks.add.enqueue(1, 2)
+        many = add_task.enqueue_many([((1, 2), {}), ((3, 4), {})])
+    logged = [r.getMessage() for r in caplog.records if "enqueued" in r.getMessage()]
+    assert len(logged) == 3
+    for result, line in zip([one, *many], logged, strict=True):
+        assert f"id={result.id} " in line
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger=TASKS_LOGGER_NAME):
+        tasks.add.enqueue(1, 2)
+    assert not [r for r in caplog.records if "enqueued" in r.getMessage()]
 
 
 # --- transactions
