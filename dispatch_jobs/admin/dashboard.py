@@ -23,28 +23,17 @@ for ``CACHE_SECONDS`` so a wall of browsers refreshing costs one render.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.core.cache import cache
 from django.db import connections
-from django.db.models import (
-    BigIntegerField,
-    CharField,
-    DateTimeField,
-    F,
-    Max,
-    QuerySet,
-    Sum,
-    Value,
-)
-from django.db.models.functions import Now
 from django.utils.timezone import localtime
 
 from ..conf import settings
-from ..models import READY_STATES, Job, JobState, TaskMinute
+from ..models import READY_STATES, Job, JobState, RollupMark, TaskMinute
 from ..store import db
-from ..store.rollup import rollup_mark
+from ..store.rollup import MARK
 from . import charts, display
 from .queues import fleet
 from .workers import STALE_AFTER_BEATS
@@ -128,7 +117,7 @@ def _read() -> Snapshot:
     # Running jobs are at most what the fleet can hold (twice over, for rows
     # whose worker just left): the bound of the one read of them.
     running_bound = sum(max(c, 1) for c, _ in known.workers) * 2 + 100
-    counts = _job_counts(known.queues, threshold, running_bound)
+    counts = _job_counts(now, known.queues, threshold, running_bound)
     states = [
         (str(value), label, _capped(counts.get(("state", str(value)), 0), threshold))
         for value, label in JobState.choices
@@ -163,115 +152,93 @@ def _capped(count: int, threshold: int) -> int | None:
 
 
 def _job_counts(
-    queues: list[str], threshold: int, running_bound: int
+    now: datetime, queues: list[str], threshold: int, running_bound: int
 ) -> dict[tuple[str, str], int]:
     """Every count the dashboard shows of the jobs table, in one statement:
     {("state", state): n, ("ready", queue): n, ("running", queue): n}.
 
-    A UNION ALL of ``COUNT(*)`` over each bounded probe (``SELECT id ... LIMIT
-    threshold + 1``, each served by an index), and the running jobs by queue
-    over one read of at most ``running_bound`` rows: one round trip, whatever
-    the number of states and queues."""
-    alias = db.alias()
-    connection = connections[alias]
-    jobs = Job.objects.using(alias).order_by()
-    probes: list[tuple[str, str, QuerySet[Job]]] = [
-        ("state", str(value), jobs.filter(state=value)) for value, _ in JobState.choices
-    ]
-    probes += [
-        ("ready", name, jobs.filter(queue=name, state__in=READY_STATES, run_at__lte=Now()))
-        for name in queues
-    ]
+    A UNION ALL of ``COUNT(*)`` over bounded probes (``SELECT id ... LIMIT
+    threshold + 1``): one per state through the (state, id) index, one per
+    queue through the ready index (ready at ``now``, the clock just read), and
+    the running jobs by queue over one read of at most ``running_bound`` rows.
+    One round trip, whatever the number of states and queues."""
+    connection = connections[db.alias()]
+    quote = connection.ops.quote_name
+    table, key, state = quote(Job._meta.db_table), quote("id"), quote("state")
+    queue, run_at = quote("queue"), quote("run_at")
+    ready_states = ", ".join(["%s"] * len(READY_STATES))
+    by_state = f"SELECT {key} FROM {table} WHERE {state} = %s LIMIT %s"
+    ready = (
+        f"SELECT {key} FROM {table} WHERE {queue} = %s AND {state} IN ({ready_states}) "
+        f"AND {run_at} <= %s LIMIT %s"
+    )
+    at = connection.ops.adapt_datetimefield_value(now)
     parts: list[str] = []
     params: list[Any] = []
-    for kind, key, probe in probes:
-        sql, probe_params = _compiled(probe.values("pk")[: threshold + 1])
-        parts.append(f"SELECT %s, %s, (SELECT COUNT(*) FROM ({sql}) p)")
-        params += [kind, key, *probe_params]
-    running = jobs.filter(state=JobState.RUNNING).values("queue")[:running_bound]
-    sql, running_params = _compiled(running)
-    queue = connection.ops.quote_name("queue")
-    parts.append(f"SELECT %s, r.{queue}, COUNT(*) FROM ({sql}) r GROUP BY r.{queue}")
-    params += ["running", *running_params]
+    for value, _ in JobState.choices:
+        parts.append(f"SELECT %s, %s, (SELECT COUNT(*) FROM ({by_state}) p)")
+        params += ["state", str(value), str(value), threshold + 1]
+    for name in queues:
+        parts.append(f"SELECT %s, %s, (SELECT COUNT(*) FROM ({ready}) p)")
+        params += ["ready", name, name, *map(str, READY_STATES), at, threshold + 1]
+    parts.append(
+        f"SELECT %s, r.{queue}, COUNT(*) FROM "
+        f"(SELECT {queue} FROM {table} WHERE {state} = %s LIMIT %s) r GROUP BY r.{queue}"
+    )
+    params += ["running", str(JobState.RUNNING), running_bound]
     with connection.cursor() as cursor:
         cursor.execute(" UNION ALL ".join(parts), params)
         return {(kind, key): int(count) for kind, key, count in cursor.fetchall()}
-
-
-def _compiled(queryset: QuerySet[Any]) -> tuple[str, tuple[Any, ...]]:
-    """A queryset's SQL and parameters, to nest in a hand-written statement."""
-    return queryset.query.get_compiler(using=queryset.db).as_sql()
 
 
 def _rollup(now: datetime) -> tuple[list[int], list[int], list[TaskLine], datetime | None]:
     """The last day's rollup in one statement, a UNION ALL of three parts:
     completed and failed per minute (returned as two lists, oldest minute
     first, the last one the minute of ``now``), totals per task, and the
-    rollup's watermark. Every column of each part is an annotation, in the same
-    order, so the parts line up."""
+    rollup's watermark."""
+    connection = connections[db.alias()]
+    quote = connection.ops.quote_name
+    buckets, marks = quote(TaskMinute._meta.db_table), quote(RollupMark._meta.db_table)
+    minute, name = quote("minute"), quote("name")
+    done, failed = f"SUM({quote('completed')})", f"SUM({quote('failed')})"
+    retried, run_ms = f"SUM({quote('retried')})", f"SUM({quote('run_ms_total')})"
+    slowest = f"MAX({quote('run_ms_max')})"
     end = now.replace(second=0, microsecond=0)
-    first = end - timedelta(minutes=DAY_MINUTES - 1)
-    buckets = TaskMinute.objects.using(db.alias()).filter(minute__gte=first).order_by()
-    text, when = CharField(), DateTimeField()
-    zero = Value(0, output_field=BigIntegerField())
-    columns = ("kind", "at", "task", "done", "failures", "retries", "ms_total", "ms_max")
-    per_minute = (
-        buckets.values("minute")
-        .annotate(
-            kind=Value("minute", output_field=text),
-            at=Max("minute"),
-            task=Value("", output_field=text),
-            done=Sum("completed"),
-            failures=Sum("failed"),
-            retries=zero,
-            ms_total=zero,
-            ms_max=zero,
-        )
-        .values_list(*columns)
+    first = connection.ops.adapt_datetimefield_value(end - (DAY_MINUTES - 1) * _MINUTE)
+    sql = (
+        f"SELECT %s, {minute}, %s, {done}, {failed}, 0, 0, 0 FROM {buckets} "
+        f"WHERE {minute} >= %s GROUP BY {minute} "
+        f"UNION ALL SELECT %s, NULL, {name}, {done}, {failed}, {retried}, {run_ms}, {slowest} "
+        f"FROM {buckets} WHERE {minute} >= %s GROUP BY {name} "
+        f"UNION ALL SELECT %s, {quote('completed_at')}, %s, 0, 0, 0, 0, 0 FROM {marks} "
+        f"WHERE {name} = %s"
     )
-    per_task = (
-        buckets.values("name")
-        .annotate(
-            kind=Value("task", output_field=text),
-            at=Value(None, output_field=when),
-            task=Max("name"),
-            done=Sum("completed"),
-            failures=Sum("failed"),
-            retries=Sum("retried"),
-            ms_total=Sum("run_ms_total"),
-            ms_max=Max("run_ms_max"),
-        )
-        .values_list(*columns)
-    )
-    mark = (
-        rollup_mark()
-        .annotate(
-            kind=Value("mark", output_field=text),
-            at=F("completed_at"),
-            task=Value("", output_field=text),
-            done=zero,
-            failures=zero,
-            retries=zero,
-            ms_total=zero,
-            ms_max=zero,
-        )
-        .values_list(*columns)
-    )
-    completed, failed = [0] * DAY_MINUTES, [0] * DAY_MINUTES
+    params = ["minute", "", first, "task", first, "mark", "", MARK]
+    completed, failures = [0] * DAY_MINUTES, [0] * DAY_MINUTES
     tasks: list[TaskLine] = []
     rolled_up_to = None
-    for kind, at, task, done, failures, retries, ms_total, ms_max in per_minute.union(
-        per_task, mark, all=True
-    ):
-        if kind == "minute":
-            index = DAY_MINUTES - 1 - (end - at) // _MINUTE
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    for kind, at, task, *numbers in rows:
+        if kind == "task":
+            tasks.append(TaskLine(task, *map(int, numbers)))
+        elif at is None:
+            continue  # the rollup has not run yet
+        elif kind == "minute":
+            index = DAY_MINUTES - 1 - (end - _utc(at)) // _MINUTE
             if 0 <= index < DAY_MINUTES:
-                completed[index], failed[index] = int(done), int(failures)
-        elif kind == "task":
-            tasks.append(TaskLine(task, int(done), int(failures), int(retries), ms_total, ms_max))
+                completed[index], failures[index] = int(numbers[0]), int(numbers[1])
         else:
-            rolled_up_to = at
-    return completed, failed, tasks, rolled_up_to
+            rolled_up_to = _utc(at)
+    return completed, failures, tasks, rolled_up_to
+
+
+def _utc(value: datetime | str) -> datetime:
+    """A timestamp as the driver returns it (aware on PostgreSQL, naive UTC on
+    MariaDB, text on SQLite) as an aware UTC datetime."""
+    parsed = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 _MINUTE = timedelta(minutes=1)

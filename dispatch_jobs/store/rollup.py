@@ -78,13 +78,12 @@ def roll_up_finished_jobs(
 
 def rollup_watermark() -> datetime | None:
     """The finish time the rollup has counted up to (None before its first run)."""
-    return rollup_mark().values_list("completed_at", flat=True).first()
-
-
-def rollup_mark() -> QuerySet[RollupMark]:
-    """The rollup's watermark row (none before its first run), to read it along
-    with other rows in one statement (the dashboard does)."""
-    return RollupMark.objects.using(db.alias()).filter(name=MARK)
+    return (
+        RollupMark.objects.using(db.alias())
+        .filter(name=MARK)
+        .values_list("completed_at", flat=True)
+        .first()
+    )
 
 
 def _ensure_mark() -> None:
