@@ -133,3 +133,48 @@ def test_users_who_cannot_view_jobs_see_no_dashboard(operator, viewer_client):
     client.force_login(user)
     assert "dj-dashboard" not in _page(client)
     assert "dj-dashboard" in _page(viewer_client)
+
+
+def test_the_charts_place_each_minute_of_the_rollup_in_its_window(admin_client_):
+    from dispatch_jobs.models import TaskMinute
+    from dispatch_jobs.store import db
+
+    minute = db.database_now().replace(second=0, microsecond=0)
+
+    def bucket(ago: timedelta, name: str, completed: int, failed: int) -> None:
+        TaskMinute.objects.create(
+            minute=minute - ago,
+            name=name,
+            queue="default",
+            completed=completed,
+            failed=failed,
+            run_ms_total=1000 * (completed + failed),
+            run_ms_max=1000,
+        )
+
+    bucket(timedelta(minutes=5), "shop.a", 7, 1)  # in the hour and the day
+    bucket(timedelta(minutes=5), "shop.b", 2, 0)  # same minute, another task
+    bucket(timedelta(minutes=90), "shop.a", 30, 3)  # the day only
+    bucket(timedelta(hours=23, minutes=59), "shop.c", 4, 0)  # the day's first minute
+    bucket(timedelta(days=1), "shop.old", 100, 100)  # a minute before the day
+    page = _page(admin_client_)
+    assert "Last hour, per minute: 9 completed, 1 failed" in page
+    assert "Last 24 hours, per minute: 43 completed, 4 failed" in page
+    hour = page[page.index('id="dj-chart-hour"') : page.index('id="dj-chart-day"')]
+    assert re.search(r"<title>\d\d:\d\d: 9 completed, 1 failed</title>", hour)
+    assert "shop.old" not in page
+    slowest = page[page.index('class="dj-slowest"') :]
+    assert re.search(r"shop\.a</a></td><td>41<", slowest)
+
+
+def test_the_day_line_skips_the_inside_of_flat_runs():
+    from dispatch_jobs.admin import charts
+
+    svg = charts.lines([0, 0, 0, 5, 5, 5, 0], [0] * 7, ("a", "b"), "t", "span")
+    completed = re.search(r'class="dj-chart-completed" fill="none" points="([^"]*)"', svg)
+    failed = re.search(r'class="dj-chart-failed" fill="none" points="([^"]*)"', svg)
+    assert completed and failed
+    # Ends, the run's last zero, the fives' ends, the last zero: 0, 2, 3, 5, 6.
+    assert len(completed.group(1).split()) == 5
+    assert len(failed.group(1).split()) == 2  # flat all day: its two ends
+    assert "span: 15 completed, 0 failed" in svg
