@@ -86,11 +86,8 @@ def _build(jobs: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute(_SPREAD[connection.vendor], [TASKS])
         if connection.vendor == "postgresql":
-            cursor.execute("VACUUM ANALYZE dispatch_jobs_job")
-        elif connection.vendor == "mysql":
-            cursor.execute("ANALYZE TABLE dispatch_jobs_job")
-        else:
-            cursor.execute("ANALYZE")
+            cursor.execute("VACUUM dispatch_jobs_job")  # the visibility map: index-only scans
+    _analyze("dispatch_jobs_job")
     TaskMinute.objects.all().delete()
     RollupMark.objects.all().delete()
 
@@ -108,9 +105,18 @@ def _roll_up() -> None:
     took = time.perf_counter() - started
     if total:
         print(f"  rolled up {total:,} jobs in {took:.1f} s ({total / took:,.0f} jobs/s)")
+        _analyze("dispatch_jobs_taskminute")  # as autovacuum would, after a fill
 
 
-def _measure(reps: int) -> None:
+def _analyze(table: str) -> None:
+    from django.db import connection
+
+    statement = {"postgresql": f"ANALYZE {table}", "mysql": f"ANALYZE TABLE {table}"}
+    with connection.cursor() as cursor:
+        cursor.execute(statement.get(connection.vendor, "ANALYZE"))
+
+
+def _measure(reps: int, nice: int = 0) -> None:
     from django.contrib.auth import get_user_model
     from django.core.cache import cache
     from django.db import connection
@@ -128,6 +134,10 @@ def _measure(reps: int) -> None:
     client.force_login(user)
     client.get(URL)  # warm: templates, content types
     backend = _backend_pid(connection)
+    if nice:
+        for pid in (0, backend or 0):
+            os.setpriority(os.PRIO_PROCESS, pid, nice)
+        print(f"  niceness {nice} for this process and its database backend")
     print(f"  load average before: {_load()}")
     for label, clear in (("uncached", True), ("cached", False)):
         times, cpu, queries = [], [], []
@@ -186,6 +196,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="run the measured requests at this niceness (e.g. -15, as root), and the "
+        "local PostgreSQL server process serving them too: on a machine shared with "
+        "other work, the render's own time rather than its wait for a core",
+    )
     args = parser.parse_args()
     _setup_django()
     from django.db import connection
@@ -193,7 +211,7 @@ def main() -> None:
     print(f"dashboard bench on {connection.vendor}, {args.jobs:,} jobs")
     _build(args.jobs)
     _roll_up()
-    _measure(args.reps)
+    _measure(args.reps, args.nice)
 
 
 if __name__ == "__main__":
