@@ -1,9 +1,10 @@
 """The admin dashboard's render at a million jobs: wall time and queries of
 one request through Django's test client, uncached (the snapshot cache
 cleared before each request) and cached, with the CPU time the request took in
-the Django process and, on a local PostgreSQL, in its server process (both
-independent of how busy the machine is, unlike the wall time; the load
-average is printed before and after). Run by hand:
+the Django process and, on a local PostgreSQL, in its server process (on a
+shared machine these move much less with the load than the wall time, which
+includes waiting for a core; the load average is printed before and after).
+Run by hand:
 
     BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench_dashboard \\
         .venv/bin/python -m bench.dashboard --jobs 1000000
@@ -25,6 +26,7 @@ import os
 import statistics
 import time
 from datetime import timedelta
+from typing import Any
 
 TASKS = 12
 URL = "/admin/dispatch_jobs/"
@@ -167,7 +169,7 @@ def _measure(reps: int, nice: int = 0) -> None:
     print(f"  rollup rows: {TaskMinute.objects.count():,}")
 
 
-def _backend_pid(connection) -> int | None:  # type: ignore[no-untyped-def]
+def _backend_pid(connection: Any) -> int | None:
     """PostgreSQL's server process for this connection, when it runs on this
     machine (its CPU time is read from /proc): the database side of each
     request, which the wall time mixes with waiting for a core."""
