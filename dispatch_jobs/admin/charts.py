@@ -61,9 +61,7 @@ def _frame(title: str, peak: int, first: str, last: str, body: str, summary: str
     )
 
 
-def _summary(points: list[Point], span: str) -> str:
-    completed = sum(p.completed for p in points)
-    failed = sum(p.failed for p in points)
+def _summary(completed: int, failed: int, span: str) -> str:
     return f"{span}: {completed:,} completed, {failed:,} failed"
 
 
@@ -88,26 +86,44 @@ def bars(points: list[Point], title: str, span: str) -> SafeString:
         )
     first = points[0].label if points else ""
     last = points[-1].label if points else ""
-    return _frame(title, peak, first, last, "".join(parts), _summary(points, span))
+    summary = _summary(sum(p.completed for p in points), sum(p.failed for p in points), span)
+    return _frame(title, peak, first, last, "".join(parts), summary)
 
 
-def lines(points: list[Point], title: str, span: str) -> SafeString:
-    """Two lines, completed and failed per point (for long series)."""
-    peak = _ceiling(max((max(p.completed, p.failed) for p in points), default=0) or 1)
+def lines(
+    completed: list[int], failed: list[int], span_labels: tuple[str, str], title: str, span: str
+) -> SafeString:
+    """Two lines over the same evenly spaced points, completed and failed (for
+    long series: a day of minutes). ``span_labels`` name the first and last
+    point. A flat run is drawn from its two ends only, so a quiet day costs a
+    few points, not one per minute."""
+    peak = _ceiling(max(max(completed, default=0), max(failed, default=0)) or 1)
     plot_w, plot_h = WIDTH - LEFT, HEIGHT - BOTTOM - TOP
-    step = plot_w / max(len(points) - 1, 1)
+    step = plot_w / max(len(completed) - 1, 1)
+    scale = plot_h / peak
+    base = HEIGHT - BOTTOM
 
     def path(values: list[int]) -> str:
         return " ".join(
-            f"{LEFT + i * step:.1f},{HEIGHT - BOTTOM - plot_h * v / peak:.1f}"
-            for i, v in enumerate(values)
+            f"{LEFT + i * step:.1f},{base - values[i] * scale:.1f}" for i in _corners(values)
         )
 
     body = (
-        f'<polyline class="{COMPLETED}" fill="none" '
-        f'points="{path([p.completed for p in points])}"/>'
-        f'<polyline class="{FAILED}" fill="none" points="{path([p.failed for p in points])}"/>'
+        f'<polyline class="{COMPLETED}" fill="none" points="{path(completed)}"/>'
+        f'<polyline class="{FAILED}" fill="none" points="{path(failed)}"/>'
     )
-    first = points[0].label if points else ""
-    last = points[-1].label if points else ""
-    return _frame(title, peak, first, last, body, _summary(points, span))
+    first, last = span_labels
+    summary = _summary(sum(completed), sum(failed), span)
+    return _frame(title, peak, first, last, body, summary)
+
+
+def _corners(values: list[int]) -> list[int]:
+    """The indexes a polyline through ``values`` needs: the ends, and each
+    point whose value differs from a neighbour's (the inside of a flat run
+    lies on the line between its ends)."""
+    last = len(values) - 1
+    return [
+        i
+        for i in range(len(values))
+        if i in (0, last) or values[i] != values[i - 1] or values[i] != values[i + 1]
+    ]

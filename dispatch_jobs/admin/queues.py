@@ -9,13 +9,22 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.core.exceptions import PermissionDenied
-from django.db.models import CharField, Q, TextField, Value
+from django.db.models import (
+    BooleanField,
+    CharField,
+    DateTimeField,
+    F,
+    IntegerField,
+    Q,
+    TextField,
+    Value,
+)
 from django.db.models.functions import Cast, Now
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
@@ -38,45 +47,67 @@ class Fleet:
 
     queues: list[str]
     worker_ids: list[str]
+    paused: frozenset[str] = frozenset()
+    # Each live worker row's (concurrency, last_seen_at), for the dashboard.
+    workers: tuple[tuple[int, datetime], ...] = ()
 
 
 def fleet(request: HttpRequest | None = None) -> Fleet:
     """Known queues (``default``, each dispatch_jobs backend's QUEUES in TASKS,
-    queues live workers serve, queues with a control row) and worker ids: one
-    query over the two small tables, done once per request (the filters share
-    it), so the job list stays at two reads of the jobs table plus this one."""
+    queues live workers serve, queues with a control row), paused queues and
+    workers: one query over the two small tables, done once per request (the
+    filters share it), so the job list stays at two reads of the jobs table plus
+    this one."""
     cached = getattr(request, "_dispatch_jobs_fleet", None)
     if cached is not None:
         return cast(Fleet, cached)
     names = declared_queues()
     worker_ids: list[str] = []
-    for key, kind, queues in _fleet_rows():
+    paused: set[str] = set()
+    workers: list[tuple[int, datetime]] = []
+    for key, kind, queues, is_paused, concurrency, last_seen in _fleet_rows():
         if kind == "queue":
             names.add(key)
+            if is_paused:
+                paused.add(key)
         else:
             worker_ids.append(key)
+            workers.append((concurrency, last_seen))
             names.update(str(q) for q in json.loads(queues or "[]") or [])
-    result = Fleet(sorted(names), sorted(worker_ids))
+    result = Fleet(sorted(names), sorted(worker_ids), frozenset(paused), tuple(workers))
     if request is not None:
         request._dispatch_jobs_fleet = result  # type: ignore[attr-defined]
     return result
 
 
-def _fleet_rows() -> list[tuple[str, str, str]]:
-    """(name, "queue", "") per queue control row and (id, "worker", queues as
-    JSON text) per worker row, in one UNION ALL. Each side selects one model
-    column then the same two annotations, so the columns line up."""
+def _fleet_rows() -> list[tuple[str, str, str, bool, int, datetime]]:
+    """(name, "queue", "", paused, 0, None) per queue control row and (id,
+    "worker", queues as JSON text, False, concurrency, last seen) per worker row,
+    in one UNION ALL. Each side selects one model column then the same five
+    annotations, so the columns line up."""
     text = CharField()
     controls = (
         QueueControl.objects.using(db.alias())
-        .annotate(kind=Value("queue", output_field=text), extra=Value("", output_field=text))
-        .values_list("name", "kind", "extra")
+        .annotate(
+            kind=Value("queue", output_field=text),
+            extra=Value("", output_field=text),
+            is_paused=F("paused"),
+            slots=Value(0, output_field=IntegerField()),
+            seen=Value(None, output_field=DateTimeField()),
+        )
+        .values_list("name", "kind", "extra", "is_paused", "slots", "seen")
         .order_by()  # a compound statement takes no ORDER BY in its parts
     )
     workers = (
         Worker.objects.using(db.alias())
-        .annotate(kind=Value("worker", output_field=text), extra=Cast("queues", TextField()))
-        .values_list("id", "kind", "extra")
+        .annotate(
+            kind=Value("worker", output_field=text),
+            extra=Cast("queues", TextField()),
+            is_paused=Value(False, output_field=BooleanField()),
+            slots=F("concurrency"),
+            seen=F("last_seen_at"),
+        )
+        .values_list("id", "kind", "extra", "is_paused", "slots", "seen")
         .order_by()
     )
     return list(controls.union(workers, all=True))
@@ -107,12 +138,13 @@ class QueueRow:
 def queue_rows() -> list[QueueRow]:
     """One row per known queue. Counts are bounded probes (None: over the
     threshold), each served by an index on (state, ...) or (queue, ...)."""
-    paused = store.paused_queues()
+    known = fleet()
+    paused = known.paused
     threshold = settings.admin_count_threshold
     now = db.database_now()
     jobs = Job.objects.using(db.alias())
     rows = []
-    for name in known_queues():
+    for name in known.queues:
         in_queue = jobs.filter(queue=name)
         ready = in_queue.filter(state__in=READY_STATES, run_at__lte=Now())
         oldest = ready.order_by("run_at").values_list("run_at", flat=True).first()

@@ -14,7 +14,6 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from dispatch_jobs import store
-from dispatch_jobs.admin.queues import known_queues
 from dispatch_jobs.models import Job
 
 from . import builders
@@ -77,26 +76,40 @@ def test_counts_over_the_threshold_are_capped(admin_client_):
     assert _count(page, "pending") == "5+"
 
 
-def _reads(client) -> int:
+def _statements(client) -> list[str]:
     with CaptureQueriesContext(connection) as captured:
         _page(client)
-    sql = [q["sql"] for q in captured.captured_queries]
-    return len([q for q in sql if q.lstrip("(").startswith("SELECT") and "set_config" not in q])
+    return [q["sql"] for q in captured.captured_queries]
 
 
-def test_the_dashboard_costs_the_same_however_many_jobs(admin_client_):
+def _reads(sql: list[str]) -> list[str]:
+    return [q for q in sql if q.lstrip("(").startswith("SELECT") and "set_config" not in q]
+
+
+def test_the_dashboard_costs_the_same_however_many_jobs_tasks_and_queues(admin_client_):
     builders.completed(2)
     store.roll_up_finished_jobs(lag=NOW)
-    small = _reads(admin_client_)
+    small = _statements(admin_client_)
     cache.clear()
-    store.enqueue_jobs([Job(name=f"t{i % 7}", queue="default") for i in range(500)])
+    # Many more jobs, tasks, queues (declared by a worker and by a paused
+    # queue's control row), running jobs and workers.
+    store.enqueue_jobs([Job(name=f"t{i % 7}", queue=f"q{i % 5}") for i in range(500)])
     builders.completed(20, name="other")
+    builders.running(3, name="other", queue="elsewhere")
+    store.register_worker("w-1", hostname="h", pid=1, queues=["extra"], concurrency=4)
+    store.pause_queue("paused-one")
     store.roll_up_finished_jobs(lag=NOW)
-    assert _reads(admin_client_) == small
-    # Bounded: session and user, the clock, the six states (one UNION ALL),
-    # workers, running, paused queues, the known queues, ready per known queue,
-    # two rollup aggregates and its watermark.
-    assert small == 11 + len(known_queues()), small
+    larger = _statements(admin_client_)
+    page = _page(admin_client_)
+    for queue in ("extra", "paused-one", "elsewhere"):
+        assert f'data-queue="{queue}"' in page, queue
+    assert len(larger) == len(small), (small, larger)
+    # Session and user, then the dashboard's four: the clock, the small tables
+    # (queues and workers), every count of jobs (one UNION ALL), the rollup
+    # (one UNION ALL).
+    reads = _reads(larger)
+    assert len(reads) == 6, reads
+    assert len([q for q in reads if "dispatch_jobs_job" in q]) == 1
 
 
 def test_the_numbers_are_cached_for_a_few_seconds(admin_client_):
@@ -120,3 +133,48 @@ def test_users_who_cannot_view_jobs_see_no_dashboard(operator, viewer_client):
     client.force_login(user)
     assert "dj-dashboard" not in _page(client)
     assert "dj-dashboard" in _page(viewer_client)
+
+
+def test_the_charts_place_each_minute_of_the_rollup_in_its_window(admin_client_):
+    from dispatch_jobs.models import TaskMinute
+    from dispatch_jobs.store import db
+
+    minute = db.database_now().replace(second=0, microsecond=0)
+
+    def bucket(ago: timedelta, name: str, completed: int, failed: int) -> None:
+        TaskMinute.objects.create(
+            minute=minute - ago,
+            name=name,
+            queue="default",
+            completed=completed,
+            failed=failed,
+            run_ms_total=1000 * (completed + failed),
+            run_ms_max=1000,
+        )
+
+    bucket(timedelta(minutes=5), "shop.a", 7, 1)  # in the hour and the day
+    bucket(timedelta(minutes=5), "shop.b", 2, 0)  # same minute, another task
+    bucket(timedelta(minutes=90), "shop.a", 30, 3)  # the day only
+    bucket(timedelta(hours=23, minutes=59), "shop.c", 4, 0)  # the day's first minute
+    bucket(timedelta(days=1), "shop.old", 100, 100)  # a minute before the day
+    page = _page(admin_client_)
+    assert "Last hour, per minute: 9 completed, 1 failed" in page
+    assert "Last 24 hours, per minute: 43 completed, 4 failed" in page
+    hour = page[page.index('id="dj-chart-hour"') : page.index('id="dj-chart-day"')]
+    assert re.search(r"<title>\d\d:\d\d: 9 completed, 1 failed</title>", hour)
+    assert "shop.old" not in page
+    slowest = page[page.index('class="dj-slowest"') :]
+    assert re.search(r"shop\.a</a></td><td>41<", slowest)
+
+
+def test_the_day_line_skips_the_inside_of_flat_runs():
+    from dispatch_jobs.admin import charts
+
+    svg = charts.lines([0, 0, 0, 5, 5, 5, 0], [0] * 7, ("a", "b"), "t", "span")
+    completed = re.search(r'class="dj-chart-completed" fill="none" points="([^"]*)"', svg)
+    failed = re.search(r'class="dj-chart-failed" fill="none" points="([^"]*)"', svg)
+    assert completed and failed
+    # Ends, the run's last zero, the fives' ends, the last zero: 0, 2, 3, 5, 6.
+    assert len(completed.group(1).split()) == 5
+    assert len(failed.group(1).split()) == 2  # flat all day: its two ends
+    assert "span: 15 completed, 0 failed" in svg
