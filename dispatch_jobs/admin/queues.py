@@ -8,14 +8,14 @@ in the admin index as "Queue controls". A paused queue is skipped by every claim
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, cast
 
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.core.exceptions import PermissionDenied
-from django.db.models import CharField, Q, TextField, Value
+from django.db.models import CharField, Max, Q, TextField, Value
 from django.db.models.functions import Cast, Now
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
@@ -23,7 +23,7 @@ from django.views.decorators.http import require_POST
 
 from .. import store
 from ..conf import declared_queues, settings
-from ..models import READY_STATES, Job, JobState, QueueControl, Worker
+from ..models import READY_STATES, Job, JobState, QueueControl, TaskMinute, Worker
 from ..store import db
 from .paging import bounded_count
 from .params import guarded
@@ -37,34 +37,41 @@ class Fleet:
 
     queues: list[str]
     worker_ids: list[str]
+    # Task names that finished jobs in the rollup's retention (when asked for).
+    tasks: list[str] = field(default_factory=list)
 
 
-def fleet(request: HttpRequest | None = None) -> Fleet:
+def fleet(request: HttpRequest | None = None, *, tasks: bool = True) -> Fleet:
     """Known queues (``default``, each dispatch_jobs backend's QUEUES in TASKS,
-    queues live workers serve, queues with a control row) and worker ids: one
-    query over the two small tables, done once per request (the filters share
-    it), so the job list stays at two reads of the jobs table plus this one."""
+    queues live workers serve, queues with a control row), worker ids and, with
+    ``tasks``, the task names in the rollup (``TaskMinute``): one query over the
+    small tables, done once per request (the filters share it), so the job list
+    stays at two reads of the jobs table plus this one."""
     cached = getattr(request, "_dispatch_jobs_fleet", None)
     if cached is not None:
         return cast(Fleet, cached)
     names = declared_queues()
     worker_ids: list[str] = []
-    for key, kind, queues in _fleet_rows():
+    task_names: list[str] = []
+    for key, kind, queues in _fleet_rows(tasks):
         if kind == "queue":
             names.add(key)
+        elif kind == "task":
+            task_names.append(key)
         else:
             worker_ids.append(key)
             names.update(str(q) for q in json.loads(queues or "[]") or [])
-    result = Fleet(sorted(names), sorted(worker_ids))
+    result = Fleet(sorted(names), sorted(worker_ids), sorted(task_names))
     if request is not None:
         request._dispatch_jobs_fleet = result  # type: ignore[attr-defined]
     return result
 
 
-def _fleet_rows() -> list[tuple[str, str, str]]:
-    """(name, "queue", "") per queue control row and (id, "worker", queues as
-    JSON text) per worker row, in one UNION ALL. Each side selects one model
-    column then the same two annotations, so the columns line up."""
+def _fleet_rows(tasks: bool) -> list[tuple[str, str, str]]:
+    """(name, "queue", "") per queue control row, (id, "worker", queues as
+    JSON text) per worker row and, with ``tasks``, (name, "task", "") per task
+    name in the rollup, in one UNION ALL. Each side selects one model column
+    then the same two annotations, so the columns line up."""
     text = CharField()
     controls = (
         QueueControl.objects.using(db.alias())
@@ -78,11 +85,21 @@ def _fleet_rows() -> list[tuple[str, str, str]]:
         .values_list("id", "kind", "extra")
         .order_by()
     )
-    return list(controls.union(workers, all=True))
+    if not tasks:
+        return list(controls.union(workers, all=True))
+    names = (  # one row per name: GROUP BY (the aggregate itself is not selected)
+        TaskMinute.objects.using(db.alias())
+        .values("name")
+        .annotate(last=Max("minute"))
+        .annotate(kind=Value("task", output_field=text), extra=Value("", output_field=text))
+        .values_list("name", "kind", "extra")
+        .order_by()
+    )
+    return list(controls.union(workers, names, all=True))
 
 
 def known_queues() -> list[str]:
-    return fleet().queues
+    return fleet(tasks=False).queues
 
 
 @dataclass
