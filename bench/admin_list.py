@@ -96,12 +96,40 @@ def _build(rows: int) -> None:
     _vacuum()
 
 
+def _blocks(url: str) -> float:
+    """PostgreSQL: the buffers (8 kB pages, cached or read) the page's
+    statements on the job table touch, by ``EXPLAIN (ANALYZE, BUFFERS)``: the
+    work, whatever the machine's load."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    if connection.vendor != "postgresql":
+        return float("nan")
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="bench"))
+    with CaptureQueriesContext(connection) as captured:
+        client.get(url)
+    total = 0
+    with connection.cursor() as cursor:
+        for query in captured.captured_queries:
+            if '"dispatch_jobs_job"' not in query["sql"]:
+                continue
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + query["sql"])
+            plan = cursor.fetchone()[0][0]["Plan"]
+            total += plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
+    return float(total)
+
+
 def _measure(label: str, reps: int) -> dict[str, float]:
     from .systems.dispatch_jobs import admin_list
 
     started = time.perf_counter()
     metrics = {"claim": _claim_rate(reps)}
     metrics.update(admin_list(PAGES, reps=reps))
+    for page, url in PAGES:
+        metrics[f"{page}_blocks"] = _blocks(url)
     print(f"  measured {label} in {time.perf_counter() - started:.0f} s", flush=True)
     return metrics
 
@@ -135,18 +163,21 @@ def main() -> None:
     _migrate(None)
     print(f"  load average {os.getloadavg()[0]:.1f} at the end")
     print()
-    print(f"{'(medians of ' + str(args.reps) + ')':28s}" + "".join(f"{s:>18s}" for s in states))
-    print(f"{'claim, empty table (jobs/s)':28s}" + "".join(f"{empty[s]:18,.0f}" for s in states))
+    print("admin pages: median ms, reads (SELECTs), buffers the job-table statements touch")
+    print(f"{'(medians of ' + str(args.reps) + ')':28s}" + "".join(f"{s:>24s}" for s in states))
+    print(f"{'claim, empty table (jobs/s)':28s}" + "".join(f"{empty[s]:24,.0f}" for s in states))
     print(
-        f"{'claim beside 1M (jobs/s)':28s}" + "".join(f"{full[s]['claim']:18,.0f}" for s in states)
+        f"{'claim beside 1M (jobs/s)':28s}" + "".join(f"{full[s]['claim']:24,.0f}" for s in states)
     )
     print(
         f"{'  as % of empty':28s}"
-        + "".join(f"{100 * full[s]['claim'] / empty[s]:17.1f}%" for s in states)
+        + "".join(f"{100 * full[s]['claim'] / empty[s]:23.1f}%" for s in states)
     )
     for label, _ in PAGES:
         cells = "".join(
-            f"{full[s][label + '_ms']:9.1f} ms {full[s][label + '_reads']:2.0f} r" for s in states
+            f"{full[s][label + '_ms']:7.1f} ms {full[s][label + '_reads']:1.0f} r "
+            f"{full[s][label + '_blocks']:4.0f} b"
+            for s in states
         )
         print(f"{'admin ' + label:28s}{cells}")
 
