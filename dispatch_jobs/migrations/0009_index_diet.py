@@ -35,40 +35,36 @@ NAME_NEW = models.Index(
     opclasses=["varchar_pattern_ops", "int8_ops"],
 )
 NAME_PATTERN = "dj_job_name_pattern"
-SUSPECT = {"old": "quarantine, state", "new": "quarantine"}
+SUSPECT = {False: "quarantine, state", True: "quarantine"}  # by "after the diet"
 
 
-def _swap(schema_editor, model, old: models.Index, new: models.Index) -> None:
-    schema_editor.remove_index(model, old)
-    schema_editor.add_index(model, new)
-
-
-def diet(apps, schema_editor):
+def _set(schema_editor, model, dieted: bool) -> None:
+    """The indexes as after the diet (``dieted``) or as before it, from the other."""
     vendor = schema_editor.connection.vendor
-    model = apps.get_model("dispatch_jobs", "Job")
     table = model._meta.db_table
+    swaps = []
     if vendor in ("postgresql", "sqlite"):
-        _swap(schema_editor, model, COMPLETED_OLD, COMPLETED_NEW)
+        swaps.append((COMPLETED_OLD, COMPLETED_NEW))
     if vendor == "postgresql":
-        _swap(schema_editor, model, NAME_OLD, NAME_NEW)
+        swaps.append((NAME_OLD, NAME_NEW))
+    for before, after in swaps:
+        schema_editor.remove_index(model, before if dieted else after)
+        schema_editor.add_index(model, after if dieted else before)
+    if vendor == "postgresql" and dieted:
         schema_editor.execute(f"DROP INDEX IF EXISTS {NAME_PATTERN}")
-    if vendor == "mysql":
-        schema_editor.execute(f"DROP INDEX dj_job_suspect ON {table}")
-        schema_editor.execute(f"CREATE INDEX dj_job_suspect ON {table} ({SUSPECT['new']})")
-
-
-def undo(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    model = apps.get_model("dispatch_jobs", "Job")
-    table = model._meta.db_table
-    if vendor in ("postgresql", "sqlite"):
-        _swap(schema_editor, model, COMPLETED_NEW, COMPLETED_OLD)
-    if vendor == "postgresql":
-        _swap(schema_editor, model, NAME_NEW, NAME_OLD)
+    elif vendor == "postgresql":
         schema_editor.execute(f"CREATE INDEX {NAME_PATTERN} ON {table} (name varchar_pattern_ops)")
     if vendor == "mysql":
         schema_editor.execute(f"DROP INDEX dj_job_suspect ON {table}")
-        schema_editor.execute(f"CREATE INDEX dj_job_suspect ON {table} ({SUSPECT['old']})")
+        schema_editor.execute(f"CREATE INDEX dj_job_suspect ON {table} ({SUSPECT[dieted]})")
+
+
+def diet(apps, schema_editor):
+    _set(schema_editor, apps.get_model("dispatch_jobs", "Job"), dieted=True)
+
+
+def undo(apps, schema_editor):
+    _set(schema_editor, apps.get_model("dispatch_jobs", "Job"), dieted=False)
 
 
 class Migration(migrations.Migration):
