@@ -74,16 +74,46 @@ def _clear_live() -> None:
         )
 
 
-def _claim_rate(reps: int) -> float:
+def _claim_rate(reps: int) -> tuple[float, float]:
+    """The claim rate (median of ``reps``) and, on PostgreSQL, the buffers one
+    claim of 100 touches per job claimed (``EXPLAIN (ANALYZE, BUFFERS)`` of the
+    store's own statement: the work, whatever the load)."""
     from .systems.dispatch_jobs import claim_loop, insert_rows
 
     rates = []
-    for _ in range(reps):
-        insert_rows(CLAIMS, "pending")
+    blocks = float("nan")
+    for rep in range(reps):
+        probe = rep == 0 and connection_vendor() == "postgresql"
+        insert_rows(CLAIMS + (200 if probe else 0), "pending")
         _vacuum()
+        if probe:
+            blocks = _claim_blocks()
         rates.append(claim_loop(CLAIMS, 100))
         _clear_live()
-    return statistics.median(rates)
+    return statistics.median(rates), blocks
+
+
+def connection_vendor() -> str:
+    from django.db import connection
+
+    return connection.vendor
+
+
+def _claim_blocks() -> float:
+    """Claims 200 jobs: one call to capture the statement, one EXPLAINed."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from .systems.dispatch_jobs import claim_loop
+
+    with CaptureQueriesContext(connection) as captured:
+        claim_loop(100, 100)
+    (sql,) = [q["sql"] for q in captured.captured_queries if "FOR UPDATE" in q["sql"]]
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql)
+        plan = cursor.fetchone()[0][0]["Plan"]
+    rows = plan.get("Actual Rows") or 100
+    return (plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]) / rows
 
 
 def _build(rows: int) -> None:
@@ -126,7 +156,8 @@ def _measure(label: str, reps: int) -> dict[str, float]:
     from .systems.dispatch_jobs import admin_list
 
     started = time.perf_counter()
-    metrics = {"claim": _claim_rate(reps)}
+    rate, blocks = _claim_rate(reps)
+    metrics = {"claim": rate, "claim_blocks": blocks}
     metrics.update(admin_list(PAGES, reps=reps))
     for page, url in PAGES:
         metrics[f"{page}_blocks"] = _blocks(url)
@@ -147,11 +178,12 @@ def main() -> None:
     print(f"  load average {os.getloadavg()[0]:.1f} at the start", flush=True)
     states = ["after"] + (["before", "after again"] if args.before else [])
     empty: dict[str, float] = {}
+    empty_blocks: dict[str, float] = {}
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM dispatch_jobs_job")
     for state in states:
         _migrate(args.before if state == "before" else None)
-        empty[state] = _claim_rate(args.reps)
+        empty[state], empty_blocks[state] = _claim_rate(args.reps)
         print(f"  claim, empty table, {state}: {empty[state]:,.0f} jobs/s", flush=True)
     _migrate(None)
     _build(args.rows)
@@ -172,6 +204,13 @@ def main() -> None:
     print(
         f"{'  as % of empty':28s}"
         + "".join(f"{100 * full[s]['claim'] / empty[s]:23.1f}%" for s in states)
+    )
+    print(
+        f"{'claim, buffers/job, empty':28s}" + "".join(f"{empty_blocks[s]:24.2f}" for s in states)
+    )
+    print(
+        f"{'claim, buffers/job, 1M':28s}"
+        + "".join(f"{full[s]['claim_blocks']:24.2f}" for s in states)
     )
     for label, _ in PAGES:
         cells = "".join(
