@@ -157,12 +157,27 @@ class Job(models.Model):
             # Newest-first listing under each filter (id is the cursor).
             models.Index(fields=["state", "-id"], name="dj_job_state_id"),
             models.Index(fields=["queue", "-id"], name="dj_job_queue_id"),
-            models.Index(fields=["name", "-id"], name="dj_job_name_id"),
+            # On PostgreSQL with the pattern operator class: it serves the exact
+            # name and the name-prefix search (LIKE 'x%' under any collation), so
+            # one index does what two did (migration 0009).
+            models.Index(
+                fields=["name", "-id"],
+                name="dj_job_name_id",
+                opclasses=["varchar_pattern_ops", "int8_ops"],
+            ),
             models.Index(fields=["scope_app_id", "scope_org_id", "-id"], name="dj_job_scope_id"),
             models.Index(fields=["scope_org_id", "-id"], name="dj_job_org_id"),
             # The admin's sort keys and time/worker filters (migration 0003).
             models.Index(fields=["priority", "id"], name="dj_job_priority_id"),
-            models.Index(fields=["completed_at", "id"], name="dj_job_completed_id"),
+            # Finished rows only (PostgreSQL, SQLite): every reader (the finished
+            # sort and filter, the rollup, the purge) compares completed_at, which
+            # implies it is not null, and an enqueue, a claim or a retry leaves the
+            # index alone (migration 0009). MariaDB builds it plain.
+            models.Index(
+                fields=["completed_at", "id"],
+                name="dj_job_completed_id",
+                condition=Q(completed_at__isnull=False),
+            ),
             models.Index(fields=["created_at", "id"], name="dj_job_created_id"),
             models.Index(fields=["worker_id", "-id"], name="dj_job_worker_id"),
         ]

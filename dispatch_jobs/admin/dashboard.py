@@ -111,7 +111,7 @@ def cached_context() -> dict[str, object]:
 def _read() -> Snapshot:
     threshold = settings.admin_count_threshold
     now = db.database_now()
-    known = fleet()
+    known = fleet(tasks=False)
     stale_after = settings.heartbeat_interval * STALE_AFTER_BEATS
     stale = sum(1 for _, last_seen in known.workers if now - last_seen > stale_after)
     # Running jobs are at most what the fleet can hold (twice over, for rows

@@ -10,10 +10,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Max, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
-from ..models import JobState, TaskMinute
+from ..models import JobState
 from ..store import db
 from .paging import COUNT_VAR, CURSOR_VAR, SORT_VAR
 from .queues import fleet
@@ -162,18 +162,9 @@ KNOWN_TASKS_LINKED = 12
 
 def known_tasks(request: HttpRequest) -> list[str]:
     """Task names that finished jobs in the rollup's retention (``TaskMinute``,
-    a small table: one GROUP BY over it, never over the jobs), once per request."""
-    cached = getattr(request, "_dispatch_jobs_tasks", None)
-    if cached is not None:
-        return list(cached)
-    names = list(
-        TaskMinute.objects.using(db.alias())
-        .values_list("name", flat=True)
-        .annotate(last_seen=Max("minute"))
-        .order_by("name")[:KNOWN_TASKS_SHOWN]
-    )
-    request._dispatch_jobs_tasks = names  # type: ignore[attr-defined]
-    return names
+    a small table, never the jobs table), read with the queues and workers in
+    the request's one ``fleet`` query."""
+    return fleet(request).tasks[:KNOWN_TASKS_SHOWN]
 
 
 class TaskFilter(TextFilter):

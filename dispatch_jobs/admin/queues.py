@@ -8,7 +8,7 @@ in the admin index as "Queue controls". A paused queue is skipped by every claim
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
@@ -21,6 +21,7 @@ from django.db.models import (
     DateTimeField,
     F,
     IntegerField,
+    Max,
     Q,
     TextField,
     Value,
@@ -33,7 +34,7 @@ from django.views.decorators.http import require_POST
 from .. import limits, store
 from ..conf import declared_queues, settings
 from ..exceptions import QueryTooBroad
-from ..models import READY_STATES, Job, JobState, QueueControl, Worker
+from ..models import READY_STATES, Job, JobState, QueueControl, TaskMinute, Worker
 from ..store import db
 from .paging import bounded_count
 from .params import guarded
@@ -50,14 +51,16 @@ class Fleet:
     paused: frozenset[str] = frozenset()
     # Each live worker row's (concurrency, last_seen_at), for the dashboard.
     workers: tuple[tuple[int, datetime], ...] = ()
+    # Task names that finished jobs in the rollup's retention (when asked for).
+    tasks: list[str] = field(default_factory=list)
 
 
-def fleet(request: HttpRequest | None = None) -> Fleet:
+def fleet(request: HttpRequest | None = None, *, tasks: bool = True) -> Fleet:
     """Known queues (``default``, each dispatch_jobs backend's QUEUES in TASKS,
-    queues live workers serve, queues with a control row), paused queues and
-    workers: one query over the two small tables, done once per request (the
-    filters share it), so the job list stays at two reads of the jobs table plus
-    this one."""
+    queues live workers serve, queues with a control row), paused queues,
+    workers and, with ``tasks``, the task names in the rollup (``TaskMinute``):
+    one query over the small tables, done once per request (the filters share
+    it), so the job list stays at two reads of the jobs table plus this one."""
     cached = getattr(request, "_dispatch_jobs_fleet", None)
     if cached is not None:
         return cast(Fleet, cached)
@@ -65,26 +68,32 @@ def fleet(request: HttpRequest | None = None) -> Fleet:
     worker_ids: list[str] = []
     paused: set[str] = set()
     workers: list[tuple[int, datetime]] = []
-    for key, kind, queues, is_paused, concurrency, last_seen in _fleet_rows():
+    task_names: list[str] = []
+    for key, kind, queues, is_paused, concurrency, last_seen in _fleet_rows(tasks):
         if kind == "queue":
             names.add(key)
             if is_paused:
                 paused.add(key)
+        elif kind == "task":
+            task_names.append(key)
         else:
             worker_ids.append(key)
             workers.append((concurrency, last_seen))
             names.update(str(q) for q in json.loads(queues or "[]") or [])
-    result = Fleet(sorted(names), sorted(worker_ids), frozenset(paused), tuple(workers))
+    result = Fleet(
+        sorted(names), sorted(worker_ids), frozenset(paused), tuple(workers), sorted(task_names)
+    )
     if request is not None:
         request._dispatch_jobs_fleet = result  # type: ignore[attr-defined]
     return result
 
 
-def _fleet_rows() -> list[tuple[str, str, str, bool, int, datetime]]:
-    """(name, "queue", "", paused, 0, None) per queue control row and (id,
-    "worker", queues as JSON text, False, concurrency, last seen) per worker row,
-    in one UNION ALL. Each side selects one model column then the same five
-    annotations, so the columns line up."""
+def _fleet_rows(tasks: bool) -> list[tuple[str, str, str, bool, int, datetime]]:
+    """(name, "queue", "", paused, 0, None) per queue control row, (id,
+    "worker", queues as JSON text, False, concurrency, last seen) per worker row
+    and, with ``tasks``, (name, "task", "", False, 0, None) per task name in the
+    rollup, in one UNION ALL. Each side selects one model column then the same
+    five annotations, so the columns line up."""
     text = CharField()
     controls = (
         QueueControl.objects.using(db.alias())
@@ -110,11 +119,27 @@ def _fleet_rows() -> list[tuple[str, str, str, bool, int, datetime]]:
         .values_list("id", "kind", "extra", "is_paused", "slots", "seen")
         .order_by()
     )
-    return list(controls.union(workers, all=True))
+    if not tasks:
+        return list(controls.union(workers, all=True))
+    names = (  # one row per name: GROUP BY (the aggregate itself is not selected)
+        TaskMinute.objects.using(db.alias())
+        .values("name")
+        .annotate(last=Max("minute"))
+        .annotate(
+            kind=Value("task", output_field=text),
+            extra=Value("", output_field=text),
+            is_paused=Value(False, output_field=BooleanField()),
+            slots=Value(0, output_field=IntegerField()),
+            seen=Value(None, output_field=DateTimeField()),
+        )
+        .values_list("name", "kind", "extra", "is_paused", "slots", "seen")
+        .order_by()
+    )
+    return list(controls.union(workers, names, all=True))
 
 
 def known_queues() -> list[str]:
-    return fleet().queues
+    return fleet(tasks=False).queues
 
 
 @dataclass
@@ -138,7 +163,7 @@ class QueueRow:
 def queue_rows() -> list[QueueRow]:
     """One row per known queue. Counts are bounded probes (None: over the
     threshold), each served by an index on (state, ...) or (queue, ...)."""
-    known = fleet()
+    known = fleet(tasks=False)
     paused = known.paused
     threshold = settings.admin_count_threshold
     now = db.database_now()
