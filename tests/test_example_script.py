@@ -37,6 +37,9 @@ SHIMS = ("apt", "apt-get", "sudo", "pkg-config", "mysql_config", "mariadb_config
 
 pytestmark = [
     pytest.mark.slow,
+    # One worker under pytest-xdist: both tests share the Python copy in the temporary
+    # directory and the djexample user's processes (the leftovers check).
+    pytest.mark.xdist_group("example_script"),
     pytest.mark.skipif(
         connection.vendor != "sqlite",
         reason="example.sh is the SQLite demo whatever the suite's database; run in the SQLite run",
