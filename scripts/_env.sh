@@ -1,5 +1,6 @@
 # Shared set-up for scripts/*.sh: find Python >= 3.12 and make a virtualenv.
-#   ensure_venv          .venv: the project with its test and dev extras (scripts/test.sh),
+#   ensure_venv          .venv: the project with its test and dev extras (scripts/test.sh;
+#                        DJANGO_SERIES's virtualenvs: the test extra only),
 #                        installing the MariaDB headers and Chromium with apt when root
 #   ensure_example_venv  .venv-example: the project and the example's one extra, nothing
 #                        to compile, no apt, no root (scripts/example.sh)
@@ -76,10 +77,15 @@ ensure_venv() {
     if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
         echo "installing dispatch_jobs and its test tools into $venv ..." >&2
         local django_pin=() extras="dev"
-        [ -n "${DJANGO_SERIES:-}" ] && django_pin=("Django~=${DJANGO_SERIES}.0")
+        # An older Django's virtualenv runs the suite only: the test extra, without the
+        # dev tools (linters, type checker, profilers, release tools) .venv holds.
+        [ -n "${DJANGO_SERIES:-}" ] && django_pin=("Django~=${DJANGO_SERIES}.0") && extras="test"
         # Before 6.0, django.tasks comes from the backport.
-        case "${DJANGO_SERIES:-}" in 5.*) extras="dev,django52" ;; esac
-        if ! "$venv/bin/python" -m pip install -q -e ".[$extras]" "${django_pin[@]}" >"$venv/pip.log" 2>&1; then
+        case "${DJANGO_SERIES:-}" in 5.*) extras="test,django52" ;; esac
+        # --no-compile: Python compiles what the suite imports on first use; compiling
+        # every installed module up front (mypy, Playwright, ...) took half the install.
+        if ! "$venv/bin/python" -m pip install -q --no-compile -e ".[$extras]" "${django_pin[@]}" \
+            >"$venv/pip.log" 2>&1; then
             grep -v '^WARNING: Location' "$venv/pip.log" >&2
             echo "installing into $venv failed (log above)" >&2
             exit 1

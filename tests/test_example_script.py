@@ -37,6 +37,9 @@ SHIMS = ("apt", "apt-get", "sudo", "pkg-config", "mysql_config", "mariadb_config
 
 pytestmark = [
     pytest.mark.slow,
+    # One worker under pytest-xdist: both tests share the Python copy in the temporary
+    # directory and the djexample user's processes (the leftovers check).
+    pytest.mark.xdist_group("example_script"),
     pytest.mark.skipif(
         connection.vendor != "sqlite",
         reason="example.sh is the SQLite demo whatever the suite's database; run in the SQLite run",
@@ -236,12 +239,18 @@ def test_example_runs_as_a_newcomer_and_drains_on_ctrl_c(newcomer: Newcomer):
     assert re.search(r"runjobs \S+ stopped: ", output), output
     assert output.rstrip().endswith("==> stopped"), output
     assert output.count("Stop requested") == 1  # one signal: the drain was not cut short
-    leftovers = subprocess.run(
-        ["pgrep", "-u", str(newcomer.user.pw_uid), "-f", "manage.py"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.split()
+    # This copy's processes only: another suite on the machine may be running its own
+    # example as the same user.
+    leftovers = [
+        pid
+        for pid in subprocess.run(
+            ["pgrep", "-u", str(newcomer.user.pw_uid), "-f", "manage.py"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        if _cwd(pid).is_relative_to(newcomer.clone)
+    ]
     for pid in leftovers:
         os.kill(int(pid), signal.SIGKILL)
     assert leftovers == [], "example.sh left processes running"
@@ -259,6 +268,15 @@ def test_example_runs_as_a_newcomer_and_drains_on_ctrl_c(newcomer: Newcomer):
     assert "django==" in installed and "django-environ==" in installed
     assert not list(venv.glob("lib/python*/site-packages/MySQLdb"))
     assert not newcomer.calls.exists(), newcomer.calls.read_text()
+
+
+def _cwd(pid: str) -> Path:
+    """The process's working directory; the root if it is gone or out of reach (an
+    unreadable /proc entry is another user's, never the newcomer's when not root)."""
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return Path("/")
 
 
 def _wait(predicate, timeout: float, exited=None) -> None:

@@ -190,6 +190,14 @@ def flaky(directory: str, key: str, failures: int) -> str:
     return fail_times.call(directory, key, failures)
 
 
+@_dj_task(retry_backoff_base=_timedelta(hours=1), retry_backoff_cap=_timedelta(hours=1))
+def fail_then_wait(message: str = "later") -> None:
+    """Raises ValueError, and its retry waits a draw from up to an hour (full jitter):
+    a ``--burst`` is over long before it is ready again (the default backoff, a draw
+    from up to 1 s, could run it a second time within the burst)."""
+    raise ValueError(message)
+
+
 # --- Failure isolation (tests/worker/test_isolation.py): jobs whose fault must
 # stay theirs. Runs are recorded as lines in files, to count them across processes.
 

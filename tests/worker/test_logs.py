@@ -26,7 +26,7 @@ FRAME = (" starting: ", "Burst: nothing left that is ready.", " stopped: ")
 def burst(workers, verbosity: str) -> tuple[list[Job], str]:
     jobs = [enqueue(tasks.add, i, i) for i in range(SUCCESSES)]
     jobs += [enqueue(tasks.raise_value_error, "bad\ninput", max_retries=0) for _ in range(FAILURES)]
-    jobs += [enqueue(tasks.raise_value_error, "later", max_retries=3) for _ in range(RETRIES)]
+    jobs += [enqueue(tasks.fail_then_wait, "later", max_retries=3) for _ in range(RETRIES)]
     # --skip-checks: the system checks' own output is not the worker's (on MariaDB,
     # Django warns that the partial indexes' conditions are ignored).
     proc = workers("--burst", "--no-maintenance", "--skip-checks", *FAST, "-v", verbosity)
