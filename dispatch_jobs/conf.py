@@ -55,6 +55,9 @@ DEFAULTS: dict[str, Any] = {
     "USAGE_PURGE_ENABLED": True,
     "USAGE_PURGE_INTERVAL": timedelta(hours=1),
     "USAGE_RETENTION": timedelta(days=30),
+    # Periodic schedules declared in settings: {name: {"task": ..., "cron" or "every": ...}}
+    # (docs/how-to/periodic.md), synced into the Schedule table when a worker starts.
+    "SCHEDULES": {},
     # A worker row silent for this long is removed from the registry.
     "WORKER_STALE_AFTER": timedelta(minutes=2),
     # The periodic one-line summary of a worker.
@@ -205,6 +208,10 @@ class Settings:
     @property
     def usage_retention(self) -> timedelta:
         return self.get("USAGE_RETENTION")
+
+    @property
+    def schedules(self) -> Any:
+        return self.get("SCHEDULES")
 
     @property
     def worker_stale_after(self) -> timedelta:
