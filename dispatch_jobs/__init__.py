@@ -14,7 +14,7 @@ from .exceptions import (
     PayloadTooLarge,
     Permanent,
 )
-from .periodic import periodic
+from .schedules import periodic
 from .task import task
 from .ticks import InvalidSchedule
 

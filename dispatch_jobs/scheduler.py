@@ -23,7 +23,7 @@ from . import names, store
 from .backend import job_of_call
 from .exceptions import DispatchJobsError
 from .models import Job, Schedule
-from .periodic import declared_schedules
+from .schedules import declared_schedules
 from .store import db
 from .ticks import InvalidSchedule, MissedTicks, latest_tick, next_tick
 

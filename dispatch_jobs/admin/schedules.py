@@ -10,6 +10,7 @@ would overwrite an edit); its enabled flag stays the operator's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -22,22 +23,11 @@ from django.utils.html import format_html
 from .. import names, scheduler, store
 from ..exceptions import DispatchJobsError
 from ..models import Job, Schedule, ScheduleSource
+from ..schedules import DEFINITION
 from ..store import db
 from ..ticks import InvalidSchedule, check_cron, check_interval, check_zone
 from .display import EMPTY, duration, moment
 from .params import CleanParamsMixin
-
-DEFINITION = (
-    "task",
-    "cron",
-    "interval",
-    "timezone",
-    "args",
-    "kwargs",
-    "queue",
-    "priority",
-    "missed",
-)
 
 
 class ScheduleForm(forms.ModelForm):
@@ -50,29 +40,16 @@ class ScheduleForm(forms.ModelForm):
 
     def clean_cron(self) -> str:
         text = self.cleaned_data.get("cron") or ""
-        if not text.strip():
-            return ""
-        try:
-            return check_cron(text)
-        except InvalidSchedule as exc:
-            raise forms.ValidationError(str(exc)) from exc
+        return _checked(check_cron, text) if text.strip() else ""
 
     def clean_timezone(self) -> str:
         name = (self.cleaned_data.get("timezone") or "").strip()
-        try:
-            check_zone(name)
-        except InvalidSchedule as exc:
-            raise forms.ValidationError(str(exc)) from exc
+        _checked(check_zone, name)
         return name
 
     def clean_interval(self) -> Any:
         interval = self.cleaned_data.get("interval")
-        if interval is None:
-            return None
-        try:
-            return check_interval(interval)
-        except InvalidSchedule as exc:
-            raise forms.ValidationError(str(exc)) from exc
+        return None if interval is None else _checked(check_interval, interval)
 
     def clean_task(self) -> str:
         name = (self.cleaned_data.get("task") or "").strip()
@@ -107,6 +84,14 @@ class ScheduleForm(forms.ModelForm):
                     "Give either a cron expression or an interval, not both."
                 )
         return data
+
+
+def _checked(check: Callable[[Any], Any], value: Any) -> Any:
+    """``check(value)``, its ``InvalidSchedule`` as the field's error."""
+    try:
+        return check(value)
+    except InvalidSchedule as exc:
+        raise forms.ValidationError(str(exc)) from exc
 
 
 @admin.register(Schedule)

@@ -3,9 +3,9 @@ enabling, running now, and the fired ticks' retention.
 
 Exactly once per tick: ``fire_schedule_tick`` inserts the unique (schedule, tick)
 row and enqueues the job in one transaction. Whichever worker inserts the row
-first enqueues; any other worker racing on the same tick fails on the key (on
-PostgreSQL and MariaDB it waits on the first one's uncommitted row, then fails
-when it commits) and enqueues nothing. ``next_fire_at`` only ever moves forward,
+first enqueues; any other worker racing on the same tick fails on the key and
+enqueues nothing. Racers on one schedule queue on its row lock (taken first), so
+the loser reaches the key once the winner has committed. ``next_fire_at`` only ever moves forward,
 so a slow racer cannot wind a schedule back.
 """
 
@@ -25,7 +25,7 @@ from . import db
 from .enqueue import enqueue_job
 
 if TYPE_CHECKING:
-    from ..periodic import ScheduleSpec
+    from ..schedules import ScheduleSpec
 
 # Schedules read per firing pass: a pass fires at most this many.
 DUE_BATCH = 100
@@ -103,6 +103,11 @@ def fire_schedule_tick(
     """
     alias = db.alias()
     with transaction.atomic(using=alias):
+        # The schedule's row lock first, so racers queue here. Without it, on
+        # MariaDB each racer's tick INSERT takes a shared lock on the schedule row
+        # (the foreign key's check) and the winner's UPDATE of that row below then
+        # waits on the losers while they wait on its tick: a deadlock.
+        list(_schedules().select_for_update().filter(pk=schedule.pk).values_list("pk"))
         try:
             # Its own savepoint: the key's refusal rolls back this INSERT only, and
             # the transaction goes on to move the schedule forward.

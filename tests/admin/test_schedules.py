@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from dispatch_jobs import scheduler, store
 from dispatch_jobs.models import Job, Schedule, ScheduleSource
-from dispatch_jobs.periodic import make_spec
+from dispatch_jobs.schedules import make_spec
 
 pytestmark = pytest.mark.django_db
 LIST = reverse("admin:dispatch_jobs_schedule_changelist")

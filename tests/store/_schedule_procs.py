@@ -14,19 +14,15 @@ from tests.store._procs import _run_released
 
 
 def fire_ticks(
-    db_name: str,
-    worker_id: str,
-    schedule_id: int,
-    ticks: list[str],
-    ready: Queue,
-    go: Event,
-    results: Queue,
+    db_name: str, worker_id: str, schedule_id: int, ready: Queue, go: Event, results: Queue
 ) -> None:
-    """Fire every tick in order; report the ticks this process fired (its job made)."""
+    """Fire the schedule's ticks in order; report the ticks this process won."""
 
     def prepare() -> Callable[[float], list[Any]]:
+        from functools import partial
+
         from tests.store.schedule_race import fire_loop
 
-        return lambda deadline: fire_loop(schedule_id, ticks, deadline)
+        return partial(fire_loop, schedule_id)
 
     _run_released(db_name, worker_id, ready, go, results, prepare)

@@ -10,9 +10,9 @@ import pytest
 from django.db import transaction
 from django.test import override_settings
 
-from dispatch_jobs import periodic, scheduler, store
+from dispatch_jobs import scheduler, schedules, store
 from dispatch_jobs.models import Job, Schedule, ScheduleSource, ScheduleTick
-from dispatch_jobs.periodic import make_spec
+from dispatch_jobs.schedules import make_spec
 from dispatch_jobs.ticks import InvalidSchedule, MissedTicks, next_tick
 from tests.store.support import db_now
 
@@ -80,10 +80,10 @@ def test_sync_reports_code_schedules_no_longer_declared_and_leaves_them():
 
 
 def test_periodic_decorator_and_settings_entries_are_declared(monkeypatch):
-    monkeypatch.setattr(periodic, "_declared", {})
+    monkeypatch.setattr(schedules, "_declared", {})
     from tests.jobs.tasks import add
 
-    assert periodic.periodic(cron="*/5 * * * *", timezone="Europe/Paris", args=[1, 1])(add) is add
+    assert schedules.periodic(cron="*/5 * * * *", timezone="Europe/Paris", args=[1, 1])(add) is add
     entries = {"hourly": {"task": ADD, "every": timedelta(hours=1), "kwargs": {"a": 1, "b": 2}}}
     with override_settings(DISPATCH_JOBS={"SCHEDULES": entries}):
         report = scheduler.sync_declared_schedules()
@@ -105,14 +105,14 @@ def test_bad_declarations_are_refused_naming_the_schedule():
     with pytest.raises(InvalidSchedule, match="'x': .*not valid"):
         make_spec("x", ADD, cron="* * 32 * *")
     with pytest.raises(InvalidSchedule, match="put it above @task"):
-        periodic.periodic(every=MINUTE)(lambda: None)
+        schedules.periodic(every=MINUTE)(lambda: None)
     with (
         override_settings(
             DISPATCH_JOBS={"SCHEDULES": {"y": {"task": ADD, "cron": "* * * * *", "oops": 1}}}
         ),
         pytest.raises(InvalidSchedule, match="'y': unknown key 'oops'"),
     ):
-        periodic.settings_schedules()
+        schedules.settings_schedules()
 
 
 # --- firing -----------------------------------------------------------------------

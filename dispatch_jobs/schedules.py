@@ -16,6 +16,7 @@ declared; every worker syncs them into the ``Schedule`` table when it starts
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -28,6 +29,19 @@ from .ticks import InvalidSchedule, MissedTicks, check_cron, check_interval, che
 T = TypeVar("T")
 
 NAME_MAX = 200
+# A schedule's definition: what a sync writes over an existing row (never
+# ``enabled``, the operator's), and what the admin shows read-only for a code one.
+DEFINITION = (
+    "task",
+    "cron",
+    "interval",
+    "timezone",
+    "args",
+    "kwargs",
+    "queue",
+    "priority",
+    "missed",
+)
 # The keys a DISPATCH_JOBS["SCHEDULES"] entry may have, besides its name (the key).
 ENTRY_KEYS = frozenset(
     {
@@ -63,17 +77,7 @@ class ScheduleSpec:
     enabled: bool = True
 
     def definition(self) -> dict[str, Any]:
-        return {
-            "task": self.task,
-            "cron": self.cron,
-            "interval": self.interval,
-            "timezone": self.timezone,
-            "args": list(self.args),
-            "kwargs": dict(self.kwargs),
-            "queue": self.queue,
-            "priority": self.priority,
-            "missed": self.missed,
-        }
+        return {name: copy.copy(getattr(self, name)) for name in DEFINITION}
 
 
 def make_spec(
