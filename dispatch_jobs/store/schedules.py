@@ -13,19 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.db.models.functions import Now
 
 from ..models import Job, Schedule, ScheduleSource, ScheduleTick
+from ..schedules import DEFINITION, ScheduleSpec
 from ..ticks import next_tick
 from . import db
 from .enqueue import enqueue_job
-
-if TYPE_CHECKING:
-    from ..schedules import ScheduleSpec
 
 # Schedules read per firing pass: a pass fires at most this many.
 DUE_BATCH = 100
@@ -171,16 +169,24 @@ def set_schedules_enabled(ids: Sequence[int], enabled: bool) -> int:
 
 
 def save_schedule(schedule: Schedule) -> Schedule:
-    """Write a schedule edited by an operator (checked by the admin's form). Its
-    next fire is recomputed from now when new or when its timing changed."""
+    """Write a schedule edited by an operator (checked by the admin's form): its
+    name, definition and enabled flag, never what firing writes (last fire, last
+    job), so a tick fired meanwhile is not undone. The next fire is recomputed from
+    now when the schedule is new, its timing changed, or it was just enabled."""
     alias = db.alias()
     before = _schedules().filter(pk=schedule.pk).first() if schedule.pk else None
     timing = ("cron", "interval", "timezone")
-    if before is None or any(getattr(before, k) != getattr(schedule, k) for k in timing):
+    retimed = before is None or any(getattr(before, k) != getattr(schedule, k) for k in timing)
+    enabled_now = before is not None and schedule.enabled and not before.enabled
+    if retimed or enabled_now:
         schedule.next_fire_at = next_fire_of(schedule, db.database_now())
-    if before is not None and before.enabled != schedule.enabled and schedule.enabled:
-        schedule.next_fire_at = next_fire_of(schedule, db.database_now())
-    schedule.save(using=alias)
+    if before is None:
+        schedule.save(using=alias, force_insert=True)
+        return schedule
+    fields = ["name", "source", "enabled", *DEFINITION]
+    if retimed or enabled_now:
+        fields.append("next_fire_at")
+    schedule.save(using=alias, update_fields=fields)
     _schedules().filter(pk=schedule.pk).update(updated_at=Now())
     return schedule
 

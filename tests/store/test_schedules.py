@@ -227,3 +227,19 @@ def test_old_fired_ticks_are_purged():
     assert store.purge_schedule_ticks(db_now(-timedelta(hours=1)), 100) == 0
     assert store.purge_schedule_ticks(db_now(timedelta(seconds=5)), 100) == 1
     assert Schedule.objects.filter(pk=row.pk).exists()
+
+
+def test_an_operators_save_does_not_undo_a_tick_fired_meanwhile():
+    row = overdue(schedule(), 0)
+    stale = Schedule.objects.get(pk=row.pk)  # the admin's form loaded it
+    assert scheduler.fire_due_schedules() == 1
+    fired = Schedule.objects.get(pk=row.pk)
+    stale.queue = "high"
+    store.save_schedule(stale)
+    row.refresh_from_db()
+    assert row.queue == "high"
+    assert (row.last_job_id, row.last_tick_at, row.next_fire_at) == (
+        fired.last_job_id,
+        fired.last_tick_at,
+        fired.next_fire_at,
+    )
