@@ -6,13 +6,17 @@ disabled when the workers start again."""
 from __future__ import annotations
 
 import signal
+import threading
 from datetime import timedelta
 
 import pytest
 
 from dispatch_jobs import store
 from dispatch_jobs.models import Job, JobState, Schedule, ScheduleTick
-from dispatch_jobs.worker.maintenance import LEADERSHIP
+from dispatch_jobs.ticks import next_tick
+from dispatch_jobs.worker.config import build_config
+from dispatch_jobs.worker.maintenance import LEADERSHIP, Maintenance
+from tests.store.support import db_now
 from tests.worker.processes import FAST, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -46,3 +50,21 @@ def test_four_workers_fire_each_tick_once_across_a_leader_crash(workers):
     # The ticks are whole seconds, as an interval schedule's are.
     assert all(tick.microsecond == 0 for tick, _ in ticks)
     assert Job.objects.filter(pk__in=jobs, state=JobState.COMPLETED).exists()
+
+
+def test_only_the_maintenance_leader_fires_a_due_schedule():
+    row = store.save_schedule(
+        Schedule(
+            name="due", task="tests.jobs.tasks.add", interval=timedelta(minutes=1), args=[1, 2]
+        )
+    )
+    due = next_tick("", row.interval, "UTC", db_now(-timedelta(minutes=2)))
+    Schedule.objects.filter(pk=row.pk).update(next_fire_at=due)
+    leader = Maintenance(build_config({"worker_id": "a"}), threading.Event())
+    follower = Maintenance(build_config({"worker_id": "b"}), threading.Event())
+    leader.run_once()
+    follower.run_once()
+    assert leader.is_leader and not follower.is_leader
+    assert Job.objects.count() == 1 and ScheduleTick.objects.count() == 1
+    leader.run_once()  # not due again until its next tick
+    assert Job.objects.count() == 1
