@@ -20,7 +20,7 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from . import limits
 from .conf import settings
@@ -41,21 +41,6 @@ DEFINITION = (
     "queue",
     "priority",
     "missed",
-)
-# The keys a DISPATCH_JOBS["SCHEDULES"] entry may have, besides its name (the key).
-ENTRY_KEYS = frozenset(
-    {
-        "task",
-        "cron",
-        "every",
-        "timezone",
-        "args",
-        "kwargs",
-        "queue",
-        "priority",
-        "missed",
-        "enabled",
-    }
 )
 
 
@@ -80,23 +65,38 @@ class ScheduleSpec:
         return {name: copy.copy(getattr(self, name)) for name in DEFINITION}
 
 
-def make_spec(
-    name: str,
-    task: str,
-    *,
-    cron: str | None = None,
-    every: timedelta | None = None,
-    timezone: str = "UTC",
-    args: Sequence[Any] = (),
-    kwargs: Mapping[str, Any] | None = None,
-    queue: str = "",
-    priority: int | None = None,
-    missed: str = MissedTicks.LATEST,
-    enabled: bool = True,
-) -> ScheduleSpec:
+class ScheduleOptions(TypedDict, total=False):
+    """The options of a declaration (``@periodic``, a SCHEDULES entry): one of
+    ``cron`` and ``every``, and the rest with the defaults ``make_spec`` gives."""
+
+    cron: str
+    every: timedelta
+    timezone: str  # "UTC"
+    args: Sequence[Any]  # ()
+    kwargs: Mapping[str, Any]  # {}
+    queue: str  # "": the task's
+    priority: int | None  # None: the task's
+    missed: str  # "latest"
+    enabled: bool  # True
+
+
+OPTIONS = frozenset(ScheduleOptions.__annotations__)
+
+
+def make_spec(name: str, task: str, **options: Unpack[ScheduleOptions]) -> ScheduleSpec:
     """A checked ``ScheduleSpec``; ``InvalidSchedule`` naming the schedule and its
     problem otherwise."""
     where = f"Schedule {name!r}"
+    unknown = sorted(set(options) - OPTIONS)
+    if unknown:
+        raise InvalidSchedule(
+            f"{where}: unknown option {', '.join(map(repr, unknown))}; "
+            f"known options: {', '.join(sorted(OPTIONS))}."
+        )
+    cron, every = options.get("cron"), options.get("every")
+    timezone, missed = options.get("timezone", "UTC"), options.get("missed", MissedTicks.LATEST)
+    args, kwargs = options.get("args", ()), options.get("kwargs") or {}
+    queue, priority = options.get("queue", ""), options.get("priority")
     if not isinstance(name, str) or not name or len(name) > NAME_MAX:
         raise InvalidSchedule(
             f"{where}: the name must be a non-empty string of at most {NAME_MAX} chars."
@@ -113,7 +113,7 @@ def make_spec(
         raise InvalidSchedule(
             f"{where}: missed must be one of {MissedTicks.values}, got {missed!r}."
         )
-    if not isinstance(args, (list, tuple)) or not isinstance(kwargs or {}, Mapping):
+    if not isinstance(args, (list, tuple)) or not isinstance(kwargs, Mapping):
         raise InvalidSchedule(f"{where}: args must be a list and kwargs a mapping.")
     if priority is not None and (isinstance(priority, bool) or not isinstance(priority, int)):
         raise InvalidSchedule(f"{where}: priority must be an integer, got {priority!r}.")
@@ -128,30 +128,18 @@ def make_spec(
         interval=interval,
         timezone=str(timezone),
         args=list(args),
-        kwargs=dict(kwargs or {}),
+        kwargs=dict(kwargs),
         queue=queue,
         priority=priority,
         missed=str(missed),
-        enabled=bool(enabled),
+        enabled=bool(options.get("enabled", True)),
     )
 
 
 _declared: dict[str, ScheduleSpec] = {}
 
 
-def periodic(
-    *,
-    cron: str | None = None,
-    every: timedelta | None = None,
-    timezone: str = "UTC",
-    args: Sequence[Any] = (),
-    kwargs: Mapping[str, Any] | None = None,
-    queue: str = "",
-    priority: int | None = None,
-    missed: str = MissedTicks.LATEST,
-    name: str = "",
-    enabled: bool = True,
-) -> Callable[[T], T]:
+def periodic(*, name: str = "", **options: Unpack[ScheduleOptions]) -> Callable[[T], T]:
     """Run the decorated task at every tick of ``cron`` (five fields, read in
     ``timezone``) or of ``every`` (a timedelta). Put it above ``@task``. The
     schedule is named ``name`` (default: the task's stored name) and enqueues
@@ -166,19 +154,7 @@ def periodic(
             raise InvalidSchedule(
                 f"@periodic decorates a task: put it above @task, not on {task!r}."
             )
-        spec = make_spec(
-            name or job_name,
-            job_name,
-            cron=cron,
-            every=every,
-            timezone=timezone,
-            args=args,
-            kwargs=kwargs,
-            queue=queue,
-            priority=priority,
-            missed=missed,
-            enabled=enabled,
-        )
+        spec = make_spec(name or job_name, job_name, **options)
         existing = _declared.get(spec.name)
         if existing is not None and existing.task != spec.task:
             raise InvalidSchedule(
@@ -203,12 +179,6 @@ def settings_schedules() -> list[ScheduleSpec]:
     for name, entry in entries.items():
         if not isinstance(entry, Mapping) or "task" not in entry:
             raise InvalidSchedule(f"Schedule {name!r}: an entry is a dict with at least 'task'.")
-        unknown = sorted(set(entry) - ENTRY_KEYS)
-        if unknown:
-            raise InvalidSchedule(
-                f"Schedule {name!r}: unknown key {', '.join(map(repr, unknown))}; "
-                f"known keys: {', '.join(sorted(ENTRY_KEYS))}."
-            )
         options = {key: value for key, value in entry.items() if key != "task"}
         specs.append(make_spec(name, entry["task"], **options))
     return specs

@@ -110,7 +110,7 @@ def test_bad_declarations_are_refused_naming_the_schedule():
         override_settings(
             DISPATCH_JOBS={"SCHEDULES": {"y": {"task": ADD, "cron": "* * * * *", "oops": 1}}}
         ),
-        pytest.raises(InvalidSchedule, match="'y': unknown key 'oops'"),
+        pytest.raises(InvalidSchedule, match="'y': unknown option 'oops'"),
     ):
         schedules.settings_schedules()
 
