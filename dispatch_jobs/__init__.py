@@ -14,17 +14,21 @@ from .exceptions import (
     PayloadTooLarge,
     Permanent,
 )
+from .schedules import periodic
 from .task import task
+from .ticks import InvalidSchedule
 
 __all__ = [
     "DispatchJobsError",
     "InvalidCursor",
     "InvalidJob",
     "InvalidResources",
+    "InvalidSchedule",
     "JobNotFound",
     "LeaseLost",
     "LeaseWithoutWorker",
     "PayloadTooLarge",
     "Permanent",
+    "periodic",
     "task",
 ]

@@ -48,6 +48,7 @@ from .validation import (
 )
 
 if TYPE_CHECKING:
+    from .models import Job
     from .store import EncodedJSON, NewJobs
 
 # The backend takes no OPTIONS of its own: engine settings live in DISPATCH_JOBS.
@@ -236,6 +237,25 @@ class DispatchBackend(compat.BaseTaskBackend):
         if not any(_may_need_resources(t) for t in tasks) or not calls:
             return []
         return [dict(w.capacity or {}) for w in store.live_workers(live_window())]
+
+
+def job_of_call(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Job:
+    """The unsaved row one call of ``task`` writes, checked as ``enqueue`` checks
+    it: for a caller that writes the row through the store in its own transaction
+    (a schedule's tick, ``store.fire_schedule_tick``)."""
+    from .models import Job
+
+    backend = task.get_backend()
+    if not isinstance(backend, DispatchBackend):
+        raise compat.InvalidTask(
+            f"Task {_label(task)} goes to backend {backend.alias!r}, which is not dispatch_jobs'."
+        )
+    definition = _as_dispatch_task(task)
+    backend.validate_task(definition)
+    capacities = backend._capacities_for([task], [(args, kwargs)])
+    call = _check_call(definition, args, kwargs, capacities, settings.max_payload_bytes, None)
+    columns = {**_task_columns(definition), **_call_columns(call)}
+    return Job(payload=call.payload.value, **columns)
 
 
 class _Call(NamedTuple):

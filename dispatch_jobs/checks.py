@@ -263,3 +263,26 @@ def check_metrics_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     if not isinstance(value, dict):
         return []  # E001 already says so
     return _check_values(METRICS, value)
+
+
+@register()
+def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    """Every ``DISPATCH_JOBS["SCHEDULES"]`` entry parses (cron, zone, interval,
+    keys), so a typo stops ``runjobs`` at start rather than a schedule at its tick."""
+    value = getattr(django_settings, "DISPATCH_JOBS", {})
+    if not isinstance(value, dict) or "SCHEDULES" not in value:
+        return []  # E001 already says so, or nothing is declared
+    from .schedules import settings_schedules
+    from .ticks import InvalidSchedule
+
+    try:
+        settings_schedules()
+    except InvalidSchedule as exc:
+        return [
+            Error(
+                f'DISPATCH_JOBS["SCHEDULES"]: {exc}',
+                hint="See docs/how-to/periodic.md for the entry's keys.",
+                id="dispatch_jobs.E080",
+            )
+        ]
+    return []

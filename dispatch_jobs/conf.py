@@ -266,6 +266,13 @@ class Settings:
         "How long usage rows are kept.",
         check="dispatch_jobs.E030",
     )
+    schedules = Setting[dict[str, Any]](
+        WORKER,
+        Kind(),
+        {},
+        "Periodic schedules declared in settings, {name: {task, cron or every, ...}}, "
+        "synced into the Schedule table when a worker starts (docs/how-to/periodic.md).",
+    )
     worker_stale_after = Setting(
         WORKER,
         Duration(),

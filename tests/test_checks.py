@@ -129,3 +129,17 @@ def docs_sqlite_options(page: Path) -> dict[str, Any]:
                 if isinstance(key, ast.Constant) and key.value == "OPTIONS":
                     return ast.literal_eval(value)
     raise AssertionError(f"{page} shows no SQLite OPTIONS")
+
+
+def test_e080_schedules_entries_must_parse() -> None:
+    from dispatch_jobs.checks import check_schedules
+
+    def ids(schedules: Any) -> set[str]:
+        with override_settings(DISPATCH_JOBS={"SCHEDULES": schedules}):
+            return {message.id for message in check_schedules()}
+
+    good = {"n": {"task": "tests.jobs.tasks.add", "cron": "0 2 * * *", "timezone": "UTC"}}
+    assert ids(good) == set()
+    assert ids({"n": {**good["n"], "cron": "0 25 * * *"}}) == {"dispatch_jobs.E080"}
+    assert ids({"n": {**good["n"], "timezone": "Nowhere/Else"}}) == {"dispatch_jobs.E080"}
+    assert ids(["not", "a", "dict"]) == {"dispatch_jobs.E080"}

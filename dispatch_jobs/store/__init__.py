@@ -45,6 +45,19 @@ from .options import ClaimOptions, ListOptions, Page
 from .queues import pause_queue, paused_queues, resume_queue
 from .rollup import roll_up_finished_jobs, rollup_watermark
 from .rows import NEW_ROW, EncodedJSON, NewJobs
+from .schedules import (
+    SyncReport,
+    advance_schedule,
+    delete_schedule,
+    due_schedules,
+    fire_schedule_tick,
+    purge_schedule_ticks,
+    run_schedule_now,
+    save_schedule,
+    set_schedules_enabled,
+    stop_schedule,
+    sync_schedules,
+)
 from .testing_ops import delete_all_jobs  # noqa: F401  (dispatch_jobs.testing)
 from .transitions import Cancelled, Completed, Failed, Retry, Settled, Spent, Transition
 from .usage import list_usage, purge_usage, record_usage, record_usages
@@ -119,6 +132,17 @@ __all__ = [
     "update_job",
     "update_leased_job",
     "OperationReport",
+    "SyncReport",
+    "advance_schedule",
+    "delete_schedule",
+    "due_schedules",
+    "fire_schedule_tick",
+    "purge_schedule_ticks",
+    "run_schedule_now",
+    "save_schedule",
+    "set_schedules_enabled",
+    "stop_schedule",
+    "sync_schedules",
     "cancel_jobs",
     "cancel_message",
     "cancel_requests",

@@ -2,7 +2,8 @@
 
 The seed's periodic runners, each with enabled / interval / retention settings:
 lease reclaim (crash recovery and poison protection), the purge of finished jobs
-past their retention, usage retention, and removal of stale worker rows. The
+past their retention, usage retention, and removal of stale worker rows; and the
+firing of periodic schedules (``scheduler.fire_due_schedules``) at every tick. The
 election is a database lease (``store.acquire_leadership``), not a process-local
 flag, so ten workers do not each run them; when the leader dies its lease lapses
 and another worker takes over within a few intervals.
@@ -19,7 +20,7 @@ from datetime import timedelta
 
 from django.db import connections
 
-from .. import store
+from .. import scheduler, store
 from ..conf import settings
 from ..store import db
 from .config import WorkerConfig
@@ -52,11 +53,18 @@ class Maintenance:
             Runner("reclaim", settings.reclaim_enabled, self.tick, self.reclaim),
             Runner("stale-workers", True, self.tick, self.remove_stale_workers),
             Runner("rollup", True, self.tick, store.roll_up_finished_jobs),
+            Runner("schedules", True, self.tick, self.fire_schedules),
             Runner(
                 "purge",
                 settings.purge_enabled,
                 settings.purge_interval.total_seconds(),
                 self.purge_jobs,
+            ),
+            Runner(
+                "schedule-ticks",
+                settings.purge_enabled,
+                settings.purge_interval.total_seconds(),
+                self.purge_schedule_ticks,
             ),
             Runner(
                 "usage-retention",
@@ -135,6 +143,16 @@ class Maintenance:
             if len(reclaimed) < BATCH:
                 break
         return total
+
+    def fire_schedules(self) -> int:
+        # A tick is late by up to one maintenance tick, more at a leadership
+        # handover: the grace keeps such ticks on time rather than "missed".
+        grace = max(scheduler.MIN_GRACE, timedelta(seconds=4 * self.tick))
+        return scheduler.fire_due_schedules(grace)
+
+    def purge_schedule_ticks(self) -> int:
+        before = db.database_now() - settings.completed_retention
+        return store.purge_schedule_ticks(before, BATCH)
 
     def remove_stale_workers(self) -> int:
         return store.remove_stale_workers(settings.worker_stale_after)

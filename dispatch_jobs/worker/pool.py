@@ -24,7 +24,7 @@ import time
 
 from django.db import connections
 
-from .. import store
+from .. import scheduler, store
 from ..exceptions import GaveUp
 from ..models import Job, JobState
 from . import metrics as worker_metrics
@@ -89,6 +89,7 @@ class Pool:
     def run(self) -> int:
         logger.info(banner(self.config))
         self.registry.register()
+        self._sync_schedules()
         self.executors.start()
         self.completer.start()
         self.heartbeat.start()
@@ -105,6 +106,22 @@ class Pool:
                 self.metrics.close()
         logger.info("runjobs %s stopped: %s", self.config.worker_id, self.stats.line(0))
         return 0
+
+    def _sync_schedules(self) -> None:
+        """Write the code-declared schedules (``@periodic``, SCHEDULES) at start.
+        A failure is logged, not fatal: the schedules already stored still fire."""
+        try:
+            report = scheduler.sync_declared_schedules()
+        except Exception:  # noqa: BLE001 - jobs must still run
+            logger.exception("Syncing the declared schedules failed.")
+            reset_connection()
+            return
+        if report.created or report.updated:
+            logger.info(
+                "Schedules synced: %d created, %d updated.",
+                len(report.created),
+                len(report.updated),
+            )
 
     def _fetch_loop(self) -> None:
         while not self.shutdown.draining.is_set():

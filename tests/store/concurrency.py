@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from typing import Any
 
 from django.db import connection
 
 from dispatch_jobs import store
 from dispatch_jobs.models import Job, JobState
 from dispatch_jobs.store import ClaimOptions
+
+WORKERS = 4
+DEADLINE = 90.0
 
 
 def claim_loop(worker_id: str, limit: int, deadline: float, *, complete: bool = False) -> list[int]:
@@ -55,3 +63,45 @@ def reclaim_loop(limit: int, deadline: float) -> list[tuple[int, int]]:
         return reclaimed
     finally:
         connection.close()
+
+
+def run_processes(
+    entry: Callable[..., None], limit: int, workers: int = WORKERS, deadline: float = DEADLINE
+) -> list[Any]:
+    """Run ``entry`` in ``workers`` spawned processes on the test database, released
+    together once every child has set Django up; each child's results."""
+    ctx = multiprocessing.get_context("spawn")
+    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    db_name = connection.settings_dict["NAME"]
+    procs = [
+        ctx.Process(target=entry, args=(db_name, f"proc-{i}", limit, ready, go, results))
+        for i in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        for _ in procs:
+            ready.get(timeout=deadline)
+        go.set()
+        outcomes = [results.get(timeout=deadline) for _ in procs]
+    finally:
+        for proc in procs:
+            proc.join(timeout=deadline)
+            if proc.is_alive():
+                proc.kill()
+    errors = [error for _, _, errs in outcomes for error in errs]
+    assert errors == [], "\n".join(errors)
+    return [found for _, found, _ in outcomes]
+
+
+def run_threads(target: Callable[[int], Any]) -> list[Any]:
+    """Run ``target(i)`` in WORKERS threads released together; each thread opens
+    its own database connection (and closes it in the loop's ``finally``)."""
+    barrier = threading.Barrier(WORKERS)
+
+    def start(i: int) -> Any:
+        barrier.wait(DEADLINE)
+        return target(i)
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        return list(pool.map(start, range(WORKERS)))

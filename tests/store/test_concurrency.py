@@ -8,12 +8,8 @@ the process tests prove the IMMEDIATE transactions, WAL and busy timeout: no
 
 from __future__ import annotations
 
-import multiprocessing
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -24,7 +20,7 @@ from dispatch_jobs import store
 from dispatch_jobs.models import Job, JobState
 from tests.factories import JobFactory
 from tests.store import _procs
-from tests.store.concurrency import claim_loop, reclaim_loop
+from tests.store.concurrency import claim_loop, reclaim_loop, run_processes, run_threads
 from tests.store.support import db_now
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,46 +40,6 @@ def make_expired_leases(count: int) -> set[int]:
         lease_expires_at=db_now(-timedelta(seconds=5)),
     )
     return {job.pk for job in jobs}
-
-
-def run_threads(target: Callable[[int], Any]) -> list[Any]:
-    """Run ``target(i)`` in WORKERS threads released together; each thread opens
-    its own database connection (and closes it in the loop's ``finally``)."""
-    barrier = threading.Barrier(WORKERS)
-
-    def start(i: int) -> Any:
-        barrier.wait(DEADLINE)
-        return target(i)
-
-    with ThreadPoolExecutor(WORKERS) as pool:
-        return list(pool.map(start, range(WORKERS)))
-
-
-def run_processes(entry: Callable[..., None], limit: int) -> list[Any]:
-    """Run ``entry`` in WORKERS spawned processes on the test database, released
-    together once every child has set Django up; each child's results."""
-    ctx = multiprocessing.get_context("spawn")
-    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
-    db_name = connection.settings_dict["NAME"]
-    procs = [
-        ctx.Process(target=entry, args=(db_name, f"proc-{i}", limit, ready, go, results))
-        for i in range(WORKERS)
-    ]
-    for proc in procs:
-        proc.start()
-    try:
-        for _ in procs:
-            ready.get(timeout=DEADLINE)
-        go.set()
-        outcomes = [results.get(timeout=DEADLINE) for _ in procs]
-    finally:
-        for proc in procs:
-            proc.join(timeout=DEADLINE)
-            if proc.is_alive():
-                proc.kill()
-    errors = [error for _, _, errs in outcomes for error in errs]
-    assert errors == [], "\n".join(errors)
-    return [found for _, found, _ in outcomes]
 
 
 def assert_claimed_exactly_once(
