@@ -7,8 +7,9 @@ class DispatchJobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
-
         # Installs the connection hook that puts MariaDB/MySQL sessions in UTC,
         # before any connection to the jobs database opens.
-        from .store import db  # noqa: F401
+        from . import (
+            checks,  # noqa: F401  (registers the system checks)
+            store,  # noqa: F401
+        )

@@ -203,3 +203,8 @@ class UnsupportedDatabase(DispatchJobsError):
             f"dispatch_jobs runs on PostgreSQL, SQLite and MySQL/MariaDB; the jobs database "
             f"(DISPATCH_JOBS['DATABASE']) is {vendor!r}."
         )
+
+
+class ReadOnlyRows(DispatchJobsError):
+    """A write through one of the store's read querysets (``store.reads``): the
+    app's rows are written by the store's verbs only."""

@@ -19,12 +19,11 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from . import names, store
+from . import database, names, store
 from .backend import job_of_call
 from .exceptions import DispatchJobsError
 from .models import Job, Schedule
 from .schedules import declared_schedules
-from .store import db
 from .ticks import InvalidSchedule, MissedTicks, latest_tick, next_tick
 
 logger = logging.getLogger("dispatch_jobs.scheduler")
@@ -72,7 +71,7 @@ def job_for(schedule: Schedule) -> Job:
 
 def fire_due_schedules(grace: timedelta = MIN_GRACE) -> int:
     """Fire every due schedule's tick; the number of jobs enqueued."""
-    now = db.database_now()
+    now = database.database_now()
     fired = 0
     for schedule in store.due_schedules(now):
         if fire_schedule(schedule, now, grace) is not None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from .compat import Task
 from .models import READY_STATES, Job
-from .store import db, delete_all_jobs
+from .store import delete_all_jobs, reads
 
 __all__ = [
     "assert_enqueued",
@@ -55,7 +55,7 @@ def enqueued_jobs(
 ) -> list[Job]:
     """Jobs waiting to run (pending or retrying), oldest first; optionally only
     those of ``task`` (a task, or the name a row stores) or of one ``queue``."""
-    jobs = Job.objects.using(db.alias()).filter(state__in=list(states)).order_by("id")
+    jobs = reads.jobs().filter(state__in=list(states)).order_by("id")
     if task is not None:
         jobs = jobs.filter(name=_name_of(task))
     if queue is not None:

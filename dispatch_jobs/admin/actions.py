@@ -29,8 +29,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from .. import store
 from ..conf import settings
 from ..models import READY_STATES, Job, JobState
-from ..store import db
-from ..store.operations import REPLAYABLE_STATES, OperationReport
+from ..store import REPLAYABLE_STATES, OperationReport, reads
 from .params import MAX_ID, job_id
 
 # How many of the selected jobs the confirmation page lists by name.
@@ -172,10 +171,7 @@ class JobActionsMixin:
     ) -> HttpResponse:
         """The confirmation page: what will happen and to which jobs."""
         jobs = list(
-            Job.objects.using(db.alias())
-            .filter(id__in=ids)
-            .only("id", "name", "queue", "state")
-            .order_by("-id")
+            reads.jobs().filter(id__in=ids).only("id", "name", "queue", "state").order_by("-id")
         )
         eligible = sum(1 for job in jobs if job.state in action.eligible)
         changelist = reverse("admin:dispatch_jobs_job_changelist")
@@ -227,7 +223,7 @@ class JobActionsMixin:
         self, request: HttpRequest, action: JobAction, ids: list[int], next_url: str
     ) -> HttpResponse:
         # Captured before the action: a deleted job can still be named in the log.
-        before = {job.id: job for job in Job.objects.using(db.alias()).filter(id__in=ids)}
+        before = {job.id: job for job in reads.jobs().filter(id__in=ids)}
         report = action.run(ids, request.user.get_username())
         _log(request, action, report, before)
         acted = report.done or report.requested

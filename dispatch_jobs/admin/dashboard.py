@@ -27,13 +27,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.core.cache import cache
-from django.db import connections
 from django.utils.timezone import localtime
 
+from .. import database
 from ..conf import settings
 from ..models import READY_STATES, Job, JobState, RollupMark, TaskMinute
-from ..store import db
-from ..store.rollup import MARK
+from ..store import ROLLUP_MARK
 from . import charts, display
 from .queues import fleet
 from .workers import STALE_AFTER_BEATS
@@ -99,7 +98,7 @@ class Snapshot:
 def cached_context() -> dict[str, object]:
     """What the dashboard template shows, from the cache when fresh: the
     numbers and the charts drawn from them, once per ``CACHE_SECONDS``."""
-    key = _CACHE_KEY.format(alias=db.alias())
+    key = _CACHE_KEY.format(alias=database.alias())
     cached = cache.get(key)
     if isinstance(cached, dict):
         return cached
@@ -110,7 +109,7 @@ def cached_context() -> dict[str, object]:
 
 def _read() -> Snapshot:
     threshold = settings.admin_count_threshold
-    now = db.database_now()
+    now = database.database_now()
     known = fleet(tasks=False)
     stale_after = settings.heartbeat_interval * STALE_AFTER_BEATS
     stale = sum(1 for _, last_seen in known.workers if now - last_seen > stale_after)
@@ -162,7 +161,7 @@ def _job_counts(
     queue through the ready index (ready at ``now``, the clock just read), and
     the running jobs by queue over one read of at most ``running_bound`` rows.
     One round trip, whatever the number of states and queues."""
-    connection = connections[db.alias()]
+    connection = database.connection()
     quote = connection.ops.quote_name
     table, key, state = quote(Job._meta.db_table), quote("id"), quote("state")
     queue, run_at = quote("queue"), quote("run_at")
@@ -196,7 +195,7 @@ def _rollup(now: datetime) -> tuple[list[int], list[int], list[TaskLine], dateti
     completed and failed per minute (returned as two lists, oldest minute
     first, the last one the minute of ``now``), totals per task, and the
     rollup's watermark."""
-    connection = connections[db.alias()]
+    connection = database.connection()
     quote = connection.ops.quote_name
     buckets, marks = quote(TaskMinute._meta.db_table), quote(RollupMark._meta.db_table)
     minute, name = quote("minute"), quote("name")
@@ -213,7 +212,7 @@ def _rollup(now: datetime) -> tuple[list[int], list[int], list[TaskLine], dateti
         f"UNION ALL SELECT %s, {quote('completed_at')}, %s, 0, 0, 0, 0, 0 FROM {marks} "
         f"WHERE {name} = %s"
     )
-    params = ["minute", "", first, "task", first, "mark", "", MARK]
+    params = ["minute", "", first, "task", first, "mark", "", ROLLUP_MARK]
     completed, failures = [0] * DAY_MINUTES, [0] * DAY_MINUTES
     tasks: list[TaskLine] = []
     rolled_up_to = None

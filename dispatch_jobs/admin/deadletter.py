@@ -22,7 +22,7 @@ from django.urls import reverse
 from ..conf import settings
 from ..exceptions import QueryTooBroad
 from ..models import Job, JobState
-from ..store import db
+from ..store import reads
 from .actions import ACTIONS
 from .safety import bounded_queries
 
@@ -60,7 +60,7 @@ class DeadLetterGroup:
 
 def _dead_letters() -> QuerySet[Job]:
     """Failed jobs that no replay has picked up yet."""
-    return Job.objects.using(db.alias()).filter(state=JobState.FAILED, replayed_by__isnull=True)
+    return reads.jobs().filter(state=JobState.FAILED, replayed_by__isnull=True)
 
 
 def dead_letter_groups(scan_cap: int) -> tuple[list[DeadLetterGroup], bool]:

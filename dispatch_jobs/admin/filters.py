@@ -13,8 +13,8 @@ from django.contrib import admin
 from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
+from .. import database
 from ..models import JobState
-from ..store import db
 from .paging import COUNT_VAR, CURSOR_VAR, SORT_VAR
 from .queues import fleet
 
@@ -90,9 +90,9 @@ class TimeRangeFilter(ChoiceFilter):
         if not value:
             return queryset
         if value == "older":
-            return queryset.filter(**{f"{self.field}__lt": db.now_minus(timedelta(days=7))})
+            return queryset.filter(**{f"{self.field}__lt": database.now_minus(timedelta(days=7))})
         window = self._WINDOWS[value][1]
-        return queryset.filter(**{f"{self.field}__gte": db.now_minus(window)})
+        return queryset.filter(**{f"{self.field}__gte": database.now_minus(window)})
 
 
 class EnqueuedFilter(TimeRangeFilter):

@@ -22,10 +22,10 @@ from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
-from .. import store
+from .. import database, store
 from ..conf import settings
-from ..models import Job, JobState, Usage
-from ..store import db
+from ..models import Job, JobState
+from ..store import reads
 from . import deadletter, display, filters, params, search, values
 from .actions import CHANGELIST_ACTIONS, JobActionsMixin, parse_ids
 from .paging import KeysetModelAdmin, KeysetPaginator, SortKey
@@ -180,7 +180,7 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
         return True
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Job]:
-        return Job.objects.using(db.alias()).all()
+        return reads.jobs()
 
     def keyset_paginator(
         self, request: HttpRequest, queryset: QuerySet[Job], per_page: int
@@ -218,7 +218,7 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
     def _argument_search(
         self, request: HttpRequest, queryset: QuerySet[Job], term: str
     ) -> QuerySet[Job]:
-        if db.vendor() != "postgresql":
+        if database.vendor() != "postgresql":
             messages.warning(
                 request,
                 "Searching by argument content needs PostgreSQL (an indexed JSON "
@@ -301,11 +301,11 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
         return super().change_view(request, object_id, form_url, context)
 
     def detail_context(self, request: HttpRequest, job: Job) -> dict[str, Any]:
-        now = db.database_now()
+        now = database.database_now()
         lease_left = None
         if job.state == JobState.RUNNING and job.lease_expires_at is not None:
             lease_left = max(job.lease_expires_at - now, timedelta(0))
-        replayed_by = Job.objects.using(db.alias()).filter(replay_of_id=job.pk).first()
+        replayed_by = reads.jobs().filter(replay_of_id=job.pk).first()
         here = reverse("admin:dispatch_jobs_job_change", args=[job.pk])
         return {
             "job": job,
@@ -316,11 +316,7 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
                 values.shown(job, "return_value") if job.return_value is not None else None
             ),
             "attempts": [_attempt(a) for a in (job.attempts or []) if isinstance(a, dict)],
-            "usages": list(
-                Usage.objects.using(db.alias())
-                .filter(job_id=job.pk)
-                .order_by("attempt", "id")[:100]
-            ),
+            "usages": list(reads.usage().filter(job_id=job.pk).order_by("attempt", "id")[:100]),
             "lease_left": lease_left,
             "db_now": now,
             "timeline": _timeline(job),

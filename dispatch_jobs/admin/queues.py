@@ -31,11 +31,11 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
-from .. import limits, store
+from .. import database, limits, store
 from ..conf import declared_queues, settings
 from ..exceptions import QueryTooBroad
-from ..models import READY_STATES, Job, JobState, QueueControl, TaskMinute, Worker
-from ..store import db
+from ..models import READY_STATES, JobState, QueueControl
+from ..store import reads
 from .paging import bounded_count
 from .params import guarded
 from .readonly import OverviewAdmin
@@ -96,7 +96,7 @@ def _fleet_rows(tasks: bool) -> list[tuple[str, str, str, bool, int, datetime]]:
     five annotations, so the columns line up."""
     text = CharField()
     controls = (
-        QueueControl.objects.using(db.alias())
+        reads.queue_controls()
         .annotate(
             kind=Value("queue", output_field=text),
             extra=Value("", output_field=text),
@@ -108,7 +108,7 @@ def _fleet_rows(tasks: bool) -> list[tuple[str, str, str, bool, int, datetime]]:
         .order_by()  # a compound statement takes no ORDER BY in its parts
     )
     workers = (
-        Worker.objects.using(db.alias())
+        reads.workers()
         .annotate(
             kind=Value("worker", output_field=text),
             extra=Cast("queues", TextField()),
@@ -122,7 +122,7 @@ def _fleet_rows(tasks: bool) -> list[tuple[str, str, str, bool, int, datetime]]:
     if not tasks:
         return list(controls.union(workers, all=True))
     names = (  # one row per name: GROUP BY (the aggregate itself is not selected)
-        TaskMinute.objects.using(db.alias())
+        reads.task_minutes()
         .values("name")
         .annotate(last=Max("minute"))
         .annotate(
@@ -166,8 +166,8 @@ def queue_rows() -> list[QueueRow]:
     known = fleet(tasks=False)
     paused = known.paused
     threshold = settings.admin_count_threshold
-    now = db.database_now()
-    jobs = Job.objects.using(db.alias())
+    now = database.database_now()
+    jobs = reads.jobs()
     rows = []
     for name in known.queues:
         in_queue = jobs.filter(queue=name)
@@ -239,7 +239,7 @@ class QueueControlAdmin(OverviewAdmin):
         else:
             (store.pause_queue if paused else store.resume_queue)(name)
             verb = "Paused" if paused else "Resumed"
-            control = QueueControl.objects.using(db.alias()).filter(name=name).first()
+            control = reads.queue_controls().filter(name=name).first()
             if control is not None:
                 LogEntry.objects.log_actions(
                     user_id=cast(int, request.user.pk),

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 
 from django.db import OperationalError
 
+from .. import store
 from ..conf import settings
 from ..exceptions import QueryTooBroad
-from ..store import db
 
 # PostgreSQL's SQLSTATE for "canceling statement due to statement timeout".
 _QUERY_CANCELED = "57014"
@@ -39,7 +39,7 @@ def bounded_queries() -> Iterator[None]:
     """
     timeout = settings.admin_statement_timeout
     try:
-        with db.statement_timeout(timeout):
+        with store.statement_timeout(timeout):
             yield
     except OperationalError as exc:
         if _timed_out(exc):

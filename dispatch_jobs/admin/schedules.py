@@ -22,9 +22,9 @@ from django.utils.html import format_html
 
 from .. import names, scheduler, store
 from ..exceptions import DispatchJobsError
-from ..models import Job, Schedule, ScheduleSource
+from ..models import Schedule, ScheduleSource
 from ..schedules import DEFINITION
-from ..store import db
+from ..store import reads
 from ..ticks import InvalidSchedule, check_cron, check_interval, check_zone
 from .display import EMPTY, duration, moment
 from .filters import ChoiceFilter
@@ -194,10 +194,10 @@ class ScheduleAdmin(CleanParamsMixin, admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Schedule]:
         # The last job's state by primary key, one index probe per shown row.
-        state = Job.objects.filter(pk=OuterRef("last_job_id")).values("state")[:1]
-        return (
-            super().get_queryset(request).using(db.alias()).annotate(last_job_state=Subquery(state))
-        )
+        state = reads.jobs().filter(pk=OuterRef("last_job_id")).values("state")[:1]
+        queryset = reads.schedules().annotate(last_job_state=Subquery(state))
+        ordering = self.get_ordering(request)
+        return queryset.order_by(*ordering) if ordering else queryset
 
     # --- writes, through the store -----------------------------------------------
 

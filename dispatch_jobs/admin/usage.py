@@ -19,10 +19,11 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
 
+from .. import database
 from ..conf import settings
 from ..exceptions import QueryTooBroad
 from ..models import JobState, Usage
-from ..store import db
+from ..store import reads
 from . import display
 from .paging import KeysetModelAdmin, SortKey
 from .params import guarded
@@ -62,8 +63,8 @@ def usage_summary(window: timedelta, scan_cap: int) -> tuple[list[TaskUsage], bo
     """Per task over the last ``window`` (database clock), busiest first, and
     whether the scan cap cut it short."""
     rows = list(
-        Usage.objects.using(db.alias())
-        .filter(recorded_at__gte=db.now_minus(window))
+        reads.usage()
+        .filter(recorded_at__gte=database.now_minus(window))
         .order_by("-recorded_at")
         .values_list("name", "status", "wall_time")[: scan_cap + 1]
     )
@@ -120,7 +121,7 @@ class UsageAdmin(ReadOnlyAdmin, KeysetModelAdmin):
     change_list_template = "dispatch_jobs/admin/usage/change_list.html"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Usage]:
-        return Usage.objects.using(db.alias()).all()
+        return reads.usage()
 
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view

@@ -10,9 +10,10 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from .. import database
 from ..conf import settings
 from ..models import Job, JobState, Worker
-from ..store import db
+from ..store import reads
 from .readonly import OverviewAdmin
 
 # Three missed heartbeats and a worker is flagged as stale (it may have died;
@@ -42,13 +43,13 @@ def claim_trouble(worker: Worker, now: datetime) -> str:
 def worker_rows() -> list[WorkerRow]:
     """Workers with their held jobs: two queries, the second bounded by the
     workers' concurrency (running jobs only, through the worker index)."""
-    now = db.database_now()
+    now = database.database_now()
     stale_after = settings.heartbeat_interval * STALE_AFTER_BEATS
-    workers = list(Worker.objects.using(db.alias()).order_by("hostname", "id"))
+    workers = list(reads.workers().order_by("hostname", "id"))
     held: dict[str, list[Job]] = {w.id: [] for w in workers}
     limit = sum(max(w.concurrency, 1) for w in workers) * 2 + 100
     jobs = (
-        Job.objects.using(db.alias())
+        reads.jobs()
         .filter(state=JobState.RUNNING, worker_id__in=list(held))
         .only("id", "name", "queue", "worker_id", "lease_epoch", "lease_expires_at")
         .order_by("worker_id", "id")[:limit]

@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError
 from django.db.models import Count, Min
 from django.db.models.functions import Now
 
+from .. import database, store
 from ..conf import declared_queues, settings
-from ..models import READY_STATES, Job, Worker
-from ..store import db
-from ..store.queues import paused_queues
+from ..models import READY_STATES
+from ..store import reads
 from ..validation import live_window
 from . import prometheus_client
 
@@ -66,13 +66,13 @@ class FleetSnapshot:
 
 def read_fleet(cap: int) -> FleetSnapshot:
     """Everything the gauges show, by the bounded queries of the module docstring."""
-    with db.statement_timeout(STATEMENT_TIMEOUT):
+    with store.statement_timeout(STATEMENT_TIMEOUT):
         since = live_window()
-        live = Worker.objects.using(db.alias()).filter(last_seen_at__gte=db.now_minus(since))
+        live = reads.workers().filter(last_seen_at__gte=database.now_minus(since))
         rows = list(live.values_list("state", "queues"))
-        paused = paused_queues()
+        paused = store.paused_queues()
         names = _known_queues(rows, paused)
-        now = db.database_now()
+        now = database.database_now()
         queues = {name: _backlog(name, cap, now) for name in sorted(names)}
     workers: dict[str, int] = {}
     for state, _queues in rows:
@@ -105,7 +105,7 @@ def _capped_ready(queue: str, state: str, cap: int) -> tuple[int, datetime | Non
     Django aggregates a sliced queryset over it as a subquery, so the database
     reads at most ``cap`` index entries that match."""
     window = (
-        Job.objects.using(db.alias())
+        reads.jobs()
         .filter(queue=queue, state=state, run_at__lte=Now())
         .order_by("-priority", "run_at", "id")[:cap]  # the ready index's order
     )
@@ -149,7 +149,7 @@ class FleetCollector:
             snapshot = None
         finally:
             if self.close_connection:
-                connections[db.alias()].close()
+                database.connection().close()
         up = GaugeMetricFamily(
             "dispatch_jobs_fleet_up", "1 when the fleet gauges were read from the database."
         )

@@ -5,8 +5,10 @@ functions. Every comparison that decides readiness or ownership (run_at, lease
 expiry) uses the database's clock. See docs/store.md for the guarantees.
 """
 
+from . import reads
 from .claim import claim_jobs, suspects_waiting
 from .completion import complete_leased_jobs, purge_finished_jobs
+from .db import refused_by_content, statement_timeout
 from .enqueue import (
     encode_payload,
     encoded_size,
@@ -40,9 +42,17 @@ from .leases import (
 from .listing import list_jobs
 from .notify import CHANNEL as NOTIFY_CHANNEL
 from .notify import notify_enabled, notify_queues
-from .operations import OperationReport, cancel_jobs, delete_jobs, replay_jobs, run_jobs_now
+from .operations import (
+    REPLAYABLE_STATES,
+    OperationReport,
+    cancel_jobs,
+    delete_jobs,
+    replay_jobs,
+    run_jobs_now,
+)
 from .options import ClaimOptions, ListOptions, Page
 from .queues import pause_queue, paused_queues, resume_queue
+from .rollup import MARK as ROLLUP_MARK
 from .rollup import roll_up_finished_jobs, rollup_watermark
 from .rows import NEW_ROW, EncodedJSON, NewJobs
 from .schedules import (
@@ -71,6 +81,11 @@ from .workers import (
 )
 
 __all__ = [
+    "REPLAYABLE_STATES",
+    "ROLLUP_MARK",
+    "reads",
+    "refused_by_content",
+    "statement_timeout",
     "LEASE_COLUMNS",
     "ClaimOptions",
     "Cancelled",

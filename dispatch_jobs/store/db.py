@@ -1,54 +1,30 @@
-"""Where the store's rows live, and the database-clock expressions it compares with."""
+"""The store's view of the jobs database: its engine, the statement timeout, and
+which refusals are about the values. Where the rows live and the database's clock
+are ``dispatch_jobs.database``'s (re-exported here for the store's modules)."""
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from django.db import connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
-from django.db.models import Value
-from django.db.models.functions import Now
 
 from ..conf import settings
+from ..database import alias, database_now, now_minus, now_plus, vendor
 from .engines import Engine, engine_for
 
-
-def alias() -> str:
-    return settings.database
-
-
-def vendor() -> str:
-    return connections[alias()].vendor
-
-
-def now_plus(delta: timedelta) -> models.Expression:
-    """The database's now + delta, so worker clocks never decide ownership."""
-    return models.ExpressionWrapper(
-        Now() + Value(delta, output_field=models.DurationField()),
-        output_field=models.DateTimeField(),
-    )
-
-
-def now_minus(delta: timedelta) -> models.Expression:
-    return models.ExpressionWrapper(
-        Now() - Value(delta, output_field=models.DurationField()),
-        output_field=models.DateTimeField(),
-    )
-
-
-def database_now() -> datetime:
-    """Read the database's clock (one query), as an aware UTC datetime. For callers
-    that must show or compute with it; comparisons use ``Now()`` inside the query."""
-    with connections[alias()].cursor() as cursor:
-        cursor.execute(engine().now_sql())
-        raw = cursor.fetchone()[0]
-    value = datetime.fromisoformat(raw) if isinstance(raw, str) else raw
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+__all__ = [
+    "alias",
+    "database_now",
+    "engine",
+    "now_minus",
+    "now_plus",
+    "refused_by_content",
+    "statement_timeout",
+    "vendor",
+]
 
 
 def engine() -> Engine:

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 
 from .. import store
 from ..conf import settings
-from ..models import Job
-from ..store import db
+from ..store import reads
 from .completer import persist
 from .context import Cancellation
 from .executor import deadline_for, execute
@@ -44,6 +43,4 @@ def drain(queues: Sequence[str] | None = None, max_jobs: int | None = None) -> i
 
 
 def _ready_queues() -> list[str]:
-    return sorted(
-        set(Job.objects.using(db.alias()).ready().values_list("queue", flat=True).distinct())
-    )
+    return sorted(set(reads.jobs().ready().values_list("queue", flat=True).distinct()))

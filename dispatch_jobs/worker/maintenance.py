@@ -20,9 +20,8 @@ from datetime import timedelta
 
 from django.db import connections
 
-from .. import scheduler, store
+from .. import database, scheduler, store
 from ..conf import settings
-from ..store import db
 from .config import WorkerConfig
 from .transient import TRANSIENT_ERRORS, reset_connection
 
@@ -151,7 +150,7 @@ class Maintenance:
         return scheduler.fire_due_schedules(grace)
 
     def purge_schedule_ticks(self) -> int:
-        before = db.database_now() - settings.completed_retention
+        before = database.database_now() - settings.completed_retention
         return store.purge_schedule_ticks(before, BATCH)
 
     def remove_stale_workers(self) -> int:
@@ -171,7 +170,7 @@ class Maintenance:
         return total
 
     def purge_usage(self) -> int:
-        before = db.database_now() - settings.usage_retention
+        before = database.database_now() - settings.usage_retention
         total = 0
         for _ in range(MAX_ROUNDS):
             removed = store.purge_usage(before, BATCH)

@@ -6,9 +6,7 @@ import logging
 import threading
 import time
 
-from django.db import connections
-
-from ..store import db
+from .. import database
 from .config import WorkerConfig
 
 logger = logging.getLogger("dispatch_jobs.worker")
@@ -46,9 +44,9 @@ class Stats:
 
 
 def banner(config: WorkerConfig) -> str:
-    settings_dict = connections[db.alias()].settings_dict
+    settings_dict = database.connection().settings_dict
     return (
-        f"runjobs {config.worker_id} starting: database {db.vendor()} "
+        f"runjobs {config.worker_id} starting: database {database.vendor()} "
         f"{settings_dict.get('NAME')!s}, {config.describe()}"
     )
 

@@ -12,11 +12,11 @@ import logging
 import threading
 from collections.abc import Callable
 
-from django.db import InterfaceError, OperationalError, connections
+from django.db import InterfaceError, OperationalError
 
+from .. import database
 from ..exceptions import GaveUp
-from ..store import db
-from ..store.db import refused_by_content
+from ..store import refused_by_content
 
 TRANSIENT_ERRORS = (OperationalError, InterfaceError)
 logger = logging.getLogger("dispatch_jobs.worker")
@@ -39,7 +39,7 @@ def retry_transient[T](
         except TRANSIENT_ERRORS as exc:
             if refused_by_content(exc):
                 raise  # the values are the problem: retrying them cannot help
-            if connections[db.alias()].in_atomic_block:
+            if database.connection().in_atomic_block:
                 raise  # inside the caller's transaction: only its owner can recover
             logger.warning(
                 "Transient database error while %s (retrying in %.2fs): %s", what, delay, exc
@@ -54,7 +54,7 @@ def retry_transient[T](
 def reset_connection() -> None:
     """Drop this thread's broken connection so the next query opens a fresh one
     (unless it is inside an atomic block, which its owner must unwind)."""
-    connection = connections[db.alias()]
+    connection = database.connection()
     if not connection.in_atomic_block:
         with contextlib.suppress(Exception):  # it is already broken
             connection.close()

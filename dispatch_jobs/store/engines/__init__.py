@@ -43,10 +43,6 @@ class Engine(Protocol):
         """LISTEN/NOTIFY: enqueue wakes idle workers without waiting for their poll."""
         ...
 
-    def now_sql(self) -> str:
-        """A SELECT reading the database's clock as UTC."""
-        ...
-
     def claim(self, opts: ClaimOptions) -> list[Job]:
         """Select, lock, mark running (and lease) up to ``opts.limit`` ready jobs
         that fit, in one transaction; any order (``claim_jobs`` sorts)."""

@@ -42,9 +42,6 @@ class MySQL:
     vendor = "mysql"
     notifies = False  # workers poll
 
-    def now_sql(self) -> str:
-        return "SELECT UTC_TIMESTAMP(6)"
-
     def claim(self, opts: ClaimOptions) -> list[Job]:
         """Choose candidates in claim order without locking, lock exactly the rows
         to take (``_lock_ready``), mark them running, read them back, all in one

@@ -39,9 +39,6 @@ class PostgreSQL:
 
         return settings.notify
 
-    def now_sql(self) -> str:
-        return "SELECT statement_timestamp()"
-
     # --- claim
 
     def claim(self, opts: ClaimOptions) -> list[Job]:

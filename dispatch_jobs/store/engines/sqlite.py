@@ -29,9 +29,6 @@ class SQLite:
     def __init__(self) -> None:
         self.claims = portable.ReturningClaims(self._chosen)
 
-    def now_sql(self) -> str:
-        return "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')"
-
     def claim(self, opts: ClaimOptions) -> list[Job]:
         """``UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING *`` inside a
         transaction that is IMMEDIATE (the jobs database's required
