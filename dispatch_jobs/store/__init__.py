@@ -68,7 +68,7 @@ from .schedules import (
     stop_schedule,
     sync_schedules,
 )
-from .testing_ops import delete_all_jobs  # noqa: F401  (dispatch_jobs.testing)
+from .testing_ops import delete_all_jobs
 from .transitions import Cancelled, Completed, Failed, Retry, Settled, Spent, Transition
 from .usage import list_usage, purge_usage, record_usage, record_usages
 from .workers import (
@@ -82,6 +82,7 @@ from .workers import (
 
 __all__ = [
     "REPLAYABLE_STATES",
+    "delete_all_jobs",
     "ROLLUP_MARK",
     "reads",
     "refused_by_content",

@@ -115,7 +115,7 @@ def test_a_failing_database_is_fleet_up_0_not_an_error_page(admin_client: Client
     def unreachable() -> set[str]:
         raise OperationalError("the database went away")
 
-    monkeypatch.setattr(fleet, "paused_queues", unreachable)
+    monkeypatch.setattr(fleet.store, "paused_queues", unreachable)
     samples = scrape(admin_client)
     assert gauge(samples, "dispatch_jobs_fleet_up") == 0.0
     assert not any(name.startswith("dispatch_jobs_queue_") for name, _ in samples)
