@@ -3,6 +3,7 @@ e.g. ``postgres://postgres@127.0.0.1:5432/dispatch_jobs`` or
 ``mysql://root@127.0.0.1:3306/dispatch_jobs``.
 """
 
+import sys
 from pathlib import Path
 
 import environ
@@ -37,7 +38,10 @@ elif _db["ENGINE"].endswith("mysql"):
 # tests/engines/: the engine conformance suite runs once per database in one
 # run: the default one, and each URL in DISPATCH_TEST_ENGINES (comma-separated)
 # as an extra alias named after its engine (engine_postgresql, engine_mysql ...).
-for _url in env.list("DISPATCH_TEST_ENGINES", default=[]):
+# In the test session only: the processes the tests start (runjobs, a fresh
+# interpreter) inherit the environment but not the test databases' names, and
+# Django's checks would connect to the extra aliases' unsuffixed databases.
+for _url in env.list("DISPATCH_TEST_ENGINES", default=[]) if "pytest" in sys.modules else []:
     _extra = env.db_url_config(_url)
     _vendor = _extra["ENGINE"].rsplit(".", 1)[-1]
     if _vendor == "mysql":
