@@ -53,12 +53,16 @@ def duration(value: timedelta | float | None) -> str:
     return f"{days} d {hours} h" if hours else f"{days} d"
 
 
-def attempts_made(state: str, retry_count: int) -> int:
+def attempts_made(state: str, retry_count: int, *, stopped_running: bool = False) -> int:
     """Attempts a job has had (counting one in progress). ``retry_count``
     counts the failed attempts that were retried; a finished or running job
-    has had one more (its last, or current, attempt); a pending, retrying or
-    cancelled one has not started another."""
-    ran_once_more = state in (JobState.RUNNING, JobState.COMPLETED, JobState.FAILED)
+    has had one more (its last, or current, attempt); a pending or retrying one
+    has not started another, nor has a job cancelled before it started again.
+    A job cancelled while it ran (``stopped_running``: an operator's stop request
+    is on it) had that attempt too."""
+    ran_once_more = state in (JobState.RUNNING, JobState.COMPLETED, JobState.FAILED) or (
+        state == JobState.CANCELLED and stopped_running
+    )
     return retry_count + (1 if ran_once_more else 0)
 
 

@@ -104,7 +104,10 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
     @admin.display(description="attempts")
     def attempts_made(self, job: Job) -> str:
         """Made / allowed: a job that failed its first try reads "1/4"."""
-        return f"{display.attempts_made(job.state, job.retry_count)}/{job.max_retries + 1}"
+        made = display.attempts_made(
+            job.state, job.retry_count, stopped_running=job.cancel_requested_at is not None
+        )
+        return f"{made}/{job.max_retries + 1}"
 
     @admin.display(description="error")
     def error_summary(self, job: Job) -> str:
@@ -309,7 +312,9 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
         here = reverse("admin:dispatch_jobs_job_change", args=[job.pk])
         return {
             "job": job,
-            "attempts_made": display.attempts_made(job.state, job.retry_count),
+            "attempts_made": display.attempts_made(
+                job.state, job.retry_count, stopped_running=job.cancel_requested_at is not None
+            ),
             "attempts_allowed": job.max_retries + 1,
             "arguments": values.shown(job, "payload"),
             "return_value": (

@@ -43,6 +43,11 @@ class Cancellation:
                 self._event.set()
 
     @property
+    def why(self) -> str:
+        """The reason, naming who asked for a stop: "cancelled by an operator (ops)"."""
+        return f"{self.reason} ({self.by})" if self.stop_requested and self.by else self.reason
+
+    @property
     def stop_requested(self) -> bool:
         return self.is_set() and self.reason == STOP_REQUESTED
 
@@ -82,7 +87,7 @@ class JobContext(TaskContext):  # type: ignore[misc]  # frozen at runtime
         if self.timed_out:
             raise JobTimedOut(f"Job {self.job_id} ran past its timeout.")
         if self.cancellation.is_set():
-            raise JobCancelled(f"Job {self.job_id} was cancelled: {self.cancellation.reason}.")
+            raise JobCancelled(f"Job {self.job_id} was cancelled: {self.cancellation.why}.")
 
     def sleep(self, seconds: float) -> None:
         """Sleep, waking early (and raising) when cancelled or past the deadline."""

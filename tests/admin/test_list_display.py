@@ -72,6 +72,8 @@ def test_attempts_made_by_state():
     assert display.attempts_made(JobState.RETRYING, 2) == 2  # two failed, a third to come
     assert display.attempts_made(JobState.FAILED, 3) == 4  # retries exhausted
     assert display.attempts_made(JobState.CANCELLED, 0) == 0
+    # Cancelled while it ran (an operator's stop request is on it): that try counts.
+    assert display.attempts_made(JobState.CANCELLED, 1, stopped_running=True) == 2
 
 
 def test_one_date_format_and_human_durations(admin_client_):
