@@ -4,11 +4,11 @@ back, retry a failed job through the confirmation page, pause a queue."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
 
 from dispatch_jobs import store
 from dispatch_jobs.models import Job, JobState
 from tests.admin import builders
+from tests.browser.pages import follow, log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,15 +19,8 @@ def _row_ids(page) -> list[int]:
     ]
 
 
-def _follow(page, selector: str) -> None:
-    """Click something that loads a new page, and wait until it has loaded."""
-    with page.expect_navigation():
-        page.click(selector)
-
-
 def test_operating_the_job_queue_from_the_admin(live_server, browser_page, screenshot, settings):
     settings.DISPATCH_JOBS = {"LIST_PAGE_SIZE": 20}
-    User.objects.create_superuser("ops", "ops@example.com", "correct horse")
     receipts = builders.enqueue(45, name="shop.tasks.send_receipt", queue="default")
     builders.enqueue(5, name="shop.tasks.sync_stock", queue="emails")
     failed = builders.failed(
@@ -35,12 +28,7 @@ def test_operating_the_job_queue_from_the_admin(live_server, browser_page, scree
     )
     page = browser_page
 
-    # Log in.
-    page.goto(f"{live_server.url}/admin/")
-    page.fill("#id_username", "ops")
-    page.fill("#id_password", "correct horse")
-    _follow(page, "input[type=submit]")
-    page.wait_for_selector("#site-name")
+    log_in(page, live_server)
 
     # The job list, filtered to failed jobs from the sidebar.
     page.goto(f"{live_server.url}/admin/dispatch_jobs/job/")
@@ -54,16 +42,16 @@ def test_operating_the_job_queue_from_the_admin(live_server, browser_page, scree
     first = _row_ids(page)
     assert len(first) == 20
     screenshot("02-jobs-first-page")
-    _follow(page, "a.dj-next")
+    follow(page, "a.dj-next")
     second = _row_ids(page)
-    _follow(page, "a.dj-next")
+    follow(page, "a.dj-next")
     third = _row_ids(page)
     assert len(second) == 20 and len(third) == 13
     assert not set(first) & set(second) and not set(second) & set(third)
-    _follow(page, "a.dj-previous")
+    follow(page, "a.dj-previous")
     assert _row_ids(page) == second
     screenshot("03-jobs-paged-back")
-    _follow(page, "a.dj-first")
+    follow(page, "a.dj-first")
     assert _row_ids(page) == first
 
     # Retry one failed job through the confirmation page.
@@ -71,10 +59,10 @@ def test_operating_the_job_queue_from_the_admin(live_server, browser_page, scree
     page.goto(f"{live_server.url}/admin/dispatch_jobs/job/?state=failed")
     page.check(f"input.action-select[value='{target.pk}']")
     page.select_option("select[name=action]", "retry_jobs")
-    _follow(page, "button[name=index]")
+    follow(page, "button[name=index]")
     page.wait_for_selector("input.dj-confirm-yes")
     screenshot("04-retry-confirmation")
-    _follow(page, "input.dj-confirm-yes")
+    follow(page, "input.dj-confirm-yes")
     page.wait_for_selector("ul.messagelist")
     assert "1 job(s) retried" in page.inner_text("ul.messagelist")
     screenshot("05-retried")
@@ -83,7 +71,7 @@ def test_operating_the_job_queue_from_the_admin(live_server, browser_page, scree
 
     # Pause a queue.
     page.goto(f"{live_server.url}/admin/dispatch_jobs/queuecontrol/")
-    _follow(page, "tr[data-queue='emails'] input.dj-pause")
+    follow(page, "tr[data-queue='emails'] input.dj-pause")
     page.wait_for_selector("ul.messagelist")
     assert page.inner_text("tr[data-queue='emails'] td.dj-queue-status") == "paused"
     screenshot("06-queue-paused")

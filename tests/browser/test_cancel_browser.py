@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from django.contrib.auth.models import User
 
 from dispatch_jobs.models import Job, JobState
+from tests.browser.pages import follow, log_in
 from tests.jobs import tasks
 from tests.worker.processes import FAST, WorkerProcess, wait_until
 from tests.worker.support import enqueue
@@ -39,7 +39,6 @@ def _state(job: Job) -> str:
 def test_a_running_job_cancelled_from_the_admin_ends_cancelled(
     rung: str, live_server, browser_page, screenshot, worker, tmp_path: Path
 ):
-    User.objects.create_superuser("ops", "ops@example.com", "correct horse")
     job = enqueue(tasks.hold, str(tmp_path))
     process = WorkerProcess(tmp_path, "--worker-id", f"cancel-{rung}", *FAST, *RUNGS[rung])
     worker.append(process)
@@ -47,19 +46,12 @@ def test_a_running_job_cancelled_from_the_admin_ends_cancelled(
     assert _state(job) == JobState.RUNNING
 
     page = browser_page
-    page.goto(f"{live_server.url}/admin/")
-    page.fill("#id_username", "ops")
-    page.fill("#id_password", "correct horse")
-    with page.expect_navigation():
-        page.click("input[type=submit]")
-    page.goto(f"{live_server.url}/admin/dispatch_jobs/job/{job.pk}/change/")
-    with page.expect_navigation():
-        page.click("a.dj-action-cancel")
+    log_in(page, live_server, f"/admin/dispatch_jobs/job/{job.pk}/change/")
+    follow(page, "a.dj-action-cancel")
     page.wait_for_selector("input.dj-confirm-yes")
     assert page.get_attribute("input.dj-confirm-yes", "value") == "Yes, cancel 1 job"
     screenshot(f"cancel-running-{rung}-confirm")
-    with page.expect_navigation():
-        page.click("input.dj-confirm-yes")
+    follow(page, "input.dj-confirm-yes")
     assert "1 running job(s) asked to stop" in page.inner_text("ul.messagelist")
 
     # The worker sees the request at its next heartbeat (0.5 s here).

@@ -7,27 +7,16 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
 from django.db import connection
 
 from dispatch_jobs import store
 from dispatch_jobs.models import Job
 from tests.admin import builders
 from tests.browser.conftest import ARTIFACTS
+from tests.browser.pages import log_in
 from tests.worker.processes import FAST, WorkerProcess
 
 pytestmark = pytest.mark.django_db(transaction=True)
-PASSWORD = "correct horse"
-
-
-def _log_in(page, live_server) -> None:
-    User.objects.create_superuser("ops", "ops@example.com", PASSWORD)
-    page.goto(f"{live_server.url}/admin/login/")
-    page.fill("#id_username", "ops")
-    page.fill("#id_password", PASSWORD)
-    with page.expect_navigation():
-        page.click("input[type=submit]")
-    page.wait_for_selector("#site-name")
 
 
 def _seed_history() -> None:
@@ -43,7 +32,7 @@ def test_the_dashboard_draws_its_charts(live_server, browser_page, screenshot):
     builders.enqueue(5, name="shop.tasks.send_receipt")
     store.register_worker("w-1", hostname="ops-host", pid=1, queues=["default"], concurrency=4)
     page = browser_page
-    _log_in(page, live_server)
+    log_in(page, live_server)
     page.goto(f"{live_server.url}/admin/dispatch_jobs/")
     hour = page.locator("#dj-chart-hour svg.dj-chart")
     day = page.locator("#dj-chart-day svg.dj-chart")
@@ -65,7 +54,7 @@ def test_the_dashboard_draws_its_charts(live_server, browser_page, screenshot):
 def test_auto_refresh_follows_a_running_worker(live_server, browser_page, tmp_path):
     builders.enqueue(30, name="tests.jobs.tasks.add", payload={"args": [1, 2], "kwargs": {}})
     page = browser_page
-    _log_in(page, live_server)
+    log_in(page, live_server)
     page.goto(f"{live_server.url}/admin/dispatch_jobs/")
     assert page.inner_text("[data-state=pending]") == "30"
     toggle = page.locator("#dj-refresh-toggle")
@@ -91,7 +80,7 @@ def test_auto_refresh_follows_a_running_worker(live_server, browser_page, tmp_pa
 def test_a_jobs_history_page(live_server, browser_page, screenshot):
     job = builders.failed(1, name="shop.tasks.charge_card")[0]
     page = browser_page
-    _log_in(page, live_server)
+    log_in(page, live_server)
     page.goto(f"{live_server.url}/admin/dispatch_jobs/job/?state=failed")
     page.check(f"input.action-select[value='{job.pk}']")
     page.select_option("select[name=action]", "retry_jobs")
@@ -133,7 +122,7 @@ def test_the_job_list_shows_every_column_at_1280_px(live_server, browser_page):
     builders.enqueue(3, name="shop.tasks.sync_stock", queue="low")
     page = browser_page
     page.set_viewport_size({"width": 1280, "height": 800})
-    _log_in(page, live_server)
+    log_in(page, live_server)
     page.goto(f"{live_server.url}/admin/dispatch_jobs/job/")
     headers = page.locator("#result_list thead th")
     names = headers.all_inner_texts()
@@ -174,7 +163,7 @@ def test_the_task_filter_offers_the_known_tasks(live_server, browser_page, scree
     _seed_history()
     pending = builders.enqueue(2, name="shop.tasks.charge_card")
     page = browser_page
-    _log_in(page, live_server)
+    log_in(page, live_server)
     page.goto(f"{live_server.url}/admin/dispatch_jobs/job/")
     options = page.eval_on_selector_all("#dj-options-task option", "els => els.map(e => e.value)")
     assert options == [

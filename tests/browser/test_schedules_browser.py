@@ -4,31 +4,22 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
 
 from dispatch_jobs.models import Job, Schedule
+from tests.browser.pages import follow, log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _follow(page, selector: str) -> None:
-    with page.expect_navigation():
-        page.click(selector)
 
 
 def _act(page, action: str, name: str) -> None:
     page.locator("#result_list tr", has_text=name).locator("input.action-select").check()
     page.select_option("select[name=action]", action)
-    _follow(page, "button[name=index]")
+    follow(page, "button[name=index]")
 
 
 def test_managing_schedules_from_the_admin(live_server, browser_page, screenshot):
-    User.objects.create_superuser("ops", "ops@example.com", "correct horse")
     page = browser_page
-    page.goto(f"{live_server.url}/admin/login/?next=/admin/dispatch_jobs/schedule/")
-    page.fill("#id_username", "ops")
-    page.fill("#id_password", "correct horse")
-    _follow(page, "input[type=submit]")
+    log_in(page, live_server, "/admin/dispatch_jobs/schedule/")
     page.wait_for_selector("#changelist")
     screenshot("20-schedules-empty")
 
@@ -39,14 +30,14 @@ def test_managing_schedules_from_the_admin(live_server, browser_page, screenshot
     page.fill("#id_cron", "0 26 * * *")
     page.fill("#id_timezone", "Europe/Pari")
     page.fill("#id_args", "[1, 2]")
-    _follow(page, "input[name=_save]")
+    follow(page, "input[name=_save]")
     errors = page.locator(".errorlist").all_inner_texts()
     assert any("is not valid" in text for text in errors), errors
     assert any("Unknown time zone 'Europe/Pari'" in text for text in errors), errors
     screenshot("21-schedule-form-errors")
     page.fill("#id_cron", "0 2 * * *")
     page.fill("#id_timezone", "Europe/Paris")
-    _follow(page, "input[name=_save]")
+    follow(page, "input[name=_save]")
     page.wait_for_selector("#result_list")
     row = page.locator("#result_list tr", has_text="nightly-sum")
     assert "0 2 * * * (Europe/Paris)" in row.inner_text()
