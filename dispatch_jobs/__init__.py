@@ -8,6 +8,7 @@ from .exceptions import (
     InvalidCursor,
     InvalidJob,
     InvalidResources,
+    InvalidSchedule,
     JobNotFound,
     LeaseLost,
     LeaseWithoutWorker,
@@ -16,7 +17,6 @@ from .exceptions import (
 )
 from .schedules import periodic
 from .task import task
-from .ticks import InvalidSchedule
 
 __all__ = [
     "DispatchJobsError",

@@ -272,8 +272,8 @@ def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[Any]:
     value = getattr(django_settings, "DISPATCH_JOBS", {})
     if not isinstance(value, dict) or "SCHEDULES" not in value:
         return []  # E001 already says so, or nothing is declared
+    from .exceptions import InvalidSchedule
     from .schedules import settings_schedules
-    from .ticks import InvalidSchedule
 
     try:
         settings_schedules()

@@ -208,3 +208,7 @@ class UnsupportedDatabase(DispatchJobsError):
 class ReadOnlyRows(DispatchJobsError):
     """A write through one of the store's read querysets (``store.reads``): the
     app's rows are written by the store's verbs only."""
+
+
+class InvalidSchedule(DispatchJobsError, ValueError):
+    """A schedule's cron expression, interval or time zone cannot be used."""

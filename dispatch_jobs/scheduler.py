@@ -21,10 +21,10 @@ from datetime import datetime, timedelta
 
 from . import database, names, store
 from .backend import job_of_call
-from .exceptions import DispatchJobsError
+from .exceptions import DispatchJobsError, InvalidSchedule
 from .models import Job, Schedule
 from .schedules import declared_schedules
-from .ticks import InvalidSchedule, MissedTicks, latest_tick, next_tick
+from .ticks import MissedTicks, latest_tick, next_tick
 
 logger = logging.getLogger("dispatch_jobs.scheduler")
 

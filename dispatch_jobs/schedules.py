@@ -24,7 +24,8 @@ from typing import Any, TypedDict, TypeVar, Unpack
 
 from . import limits
 from .conf import settings
-from .ticks import InvalidSchedule, MissedTicks, check_cron, check_interval, check_zone
+from .exceptions import InvalidSchedule
+from .ticks import MissedTicks, check_cron, check_interval, check_zone
 
 T = TypeVar("T")
 

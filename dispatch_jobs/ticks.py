@@ -23,7 +23,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 from django.db import models
 
-from .exceptions import DispatchJobsError
+from .exceptions import InvalidSchedule
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Wall times looked at per call before giving up: a year of an every-minute
@@ -41,10 +41,6 @@ class MissedTicks(models.TextChoices):
 
     SKIP = "skip", "Skip all missed ticks"
     LATEST = "latest", "Fire once for the latest missed tick"
-
-
-class InvalidSchedule(DispatchJobsError):
-    """A schedule's cron expression, interval or time zone cannot be used."""
 
 
 def check_cron(expression: str) -> str:

@@ -21,11 +21,11 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from .. import names, scheduler, store
-from ..exceptions import DispatchJobsError
+from ..exceptions import DispatchJobsError, InvalidSchedule
 from ..models import Schedule, ScheduleSource
 from ..schedules import DEFINITION
 from ..store import reads
-from ..ticks import InvalidSchedule, check_cron, check_interval, check_zone
+from ..ticks import check_cron, check_interval, check_zone
 from .display import EMPTY, duration, moment
 from .filters import ChoiceFilter
 from .params import CleanParamsMixin

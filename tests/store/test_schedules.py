@@ -11,9 +11,10 @@ from django.db import transaction
 from django.test import override_settings
 
 from dispatch_jobs import scheduler, schedules, store
+from dispatch_jobs.exceptions import InvalidSchedule
 from dispatch_jobs.models import Job, Schedule, ScheduleSource, ScheduleTick
 from dispatch_jobs.schedules import make_spec
-from dispatch_jobs.ticks import InvalidSchedule, MissedTicks, next_tick
+from dispatch_jobs.ticks import MissedTicks, next_tick
 from tests.store.support import db_now
 
 pytestmark = pytest.mark.django_db
