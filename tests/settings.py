@@ -90,6 +90,9 @@ TEMPLATES = [
     }
 ]
 STATIC_URL = "/static/"
+# Artifacts (tests/artifacts/): the default FileSystemStorage writes here, in the
+# test run and in the worker processes it starts alike.
+MEDIA_ROOT = env.str("DISPATCH_TEST_MEDIA_ROOT", default=str(BASE_DIR / ".test-data" / "media"))
 # The tasks backend under test; the extra queues are used by tests/backend/.
 TASKS = {
     "default": {

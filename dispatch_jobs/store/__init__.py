@@ -5,6 +5,7 @@ functions. Every comparison that decides readiness or ownership (run_at, lease
 expiry) uses the database's clock. See docs/store.md for the guarantees.
 """
 
+from .artifacts import artifacts_by_id, delete_artifact, record_artifact
 from .claim import claim_jobs, suspects_waiting
 from .completion import complete_leased_jobs, purge_finished_jobs
 from .enqueue import (
@@ -84,6 +85,9 @@ __all__ = [
     "ListOptions",
     "Page",
     "acquire_leadership",
+    "artifacts_by_id",
+    "delete_artifact",
+    "record_artifact",
     "claim_jobs",
     "suspects_waiting",
     "complete_leased_jobs",
