@@ -30,3 +30,9 @@ def digest(context, directory: str) -> str:
 @_task
 def no_inputs() -> None:
     return None
+
+
+@_task(inputs=[_InputSpec("data")], takes_context=True)
+def size_of(context) -> int:
+    """The staged input's size, read from the local file (bench/locality.py)."""
+    return _Path(context.inputs["data"].path).stat().st_size
