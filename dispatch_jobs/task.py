@@ -207,11 +207,15 @@ class DispatchTask(_TaskOptions):
         return dataclasses.replace(self, **changes)
 
     def resolve_resources(
-        self, args: Sequence[Any], kwargs: Mapping[str, Any]
+        self,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        estimated: Mapping[str, int] | None = None,
     ) -> tuple[ResourceSet, ResourceSet]:
         """The seed's resolution, once, at enqueue: the declared floor, raised key by
-        key by ``resource_func(*args, **kwargs)``, then replaced key by key by the
-        per-enqueue override. Returns ``(requests, limits)`` in canonical units."""
+        key by ``resource_func(*args, **kwargs)`` and by the ``estimated`` amounts
+        (``dispatch_jobs.estimates``), then replaced key by key by the per-enqueue
+        override. Returns ``(requests, limits)`` in canonical units."""
         requests = dict(self.resources)
         if self.resource_func is not None:
             try:
@@ -222,6 +226,8 @@ class DispatchTask(_TaskOptions):
                 ) from exc
             for key, amount in _parse(self.func, "resource_func result", computed).items():
                 requests[key] = max(requests.get(key, 0), amount)
+        for key, amount in (estimated or {}).items():
+            requests[key] = max(requests.get(key, 0), amount)
         requests.update(self.resource_overrides)
         if self.resource_func is not None:
             _check_custom_keys(self.func, "resources", requests)

@@ -61,7 +61,7 @@ from .schedules import (
 )
 from .testing_ops import delete_all_jobs  # noqa: F401  (dispatch_jobs.testing)
 from .transitions import Cancelled, Completed, Failed, Retry, Settled, Spent, Transition
-from .usage import list_usage, purge_usage, record_usage, record_usages
+from .usage import list_usage, purge_usage, record_usage, record_usages, usage_samples
 from .workers import (
     deregister_worker,
     live_workers,
@@ -122,6 +122,7 @@ __all__ = [
     "reclaim_expired_leases",
     "record_usage",
     "record_usages",
+    "usage_samples",
     "register_worker",
     "release_leadership",
     "release_leases",

@@ -36,3 +36,14 @@ def no_inputs() -> None:
 def size_of(context) -> int:
     """The staged input's size, read from the local file (bench/locality.py)."""
     return _Path(context.inputs["data"].path).stat().st_size
+
+
+@_task(estimate=True, resources={"memory": "64Mi"}, inputs=[_InputSpec("data", required=False)])
+def estimated() -> None:
+    """Its memory floor is raised from its measured usage (tests/artifacts/test_estimates.py)."""
+    return None
+
+
+@_task(resources={"memory": "64Mi"})
+def not_estimated() -> None:
+    return None
