@@ -67,10 +67,16 @@ def estimate_summary(window: timedelta, scan_cap: int) -> list[BucketEstimate]:
         buckets.setdefault(key, []).append(estimates.Sample(executor, rss, cpu, wall))
     found = []
     for (name, bucket), samples in sorted(buckets.items()):
-        memory, cpu, opted = _declared(name)
+        memory, millicores, opted = _declared(name)
         found.append(
             BucketEstimate(
-                name, bucket, len(samples), memory, cpu, estimates.estimate_from(samples), opted
+                name,
+                bucket,
+                len(samples),
+                memory,
+                millicores,
+                estimates.estimate_from(samples),
+                opted,
             )
         )
     return found
