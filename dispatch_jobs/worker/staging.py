@@ -99,8 +99,10 @@ class ArtifactCache:
         self.hits = 0  # inputs found here, or downloaded by another thread meanwhile
         self.downloads = 0  # inputs fetched from their storage
         self.evicted = 0
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._scan()
+        # The offer, kept until a file comes or goes: a claim asks for it every cycle.
+        self._offer: tuple[int, list[str]] | None = None
+        if self.directory.is_dir():  # made on the first download, not by every worker
+            self._scan()
 
     @classmethod
     def from_settings(cls, worker_id: str) -> ArtifactCache:
@@ -150,6 +152,7 @@ class ArtifactCache:
                 size = self._fetch(content_hash, ref)
                 with self._lock:
                     self._entries[content_hash] = _Entry(size, pins=1)
+                    self._offer = None
                     self.used += size
                     self.downloads += 1
                     self._evict()
@@ -171,11 +174,14 @@ class ArtifactCache:
 
     def preferred_hashes(self, most: int = PREFER_HASHES_MAX) -> list[str]:
         """Up to ``most`` cached hashes, the most valuable first: the largest files
-        (a hit saves their download), then the most recently used."""
+        (a hit saves their download), then the most recently used (as of the last
+        time a file came or went: the ranking is kept until then)."""
         with self._lock:
-            recent = list(reversed(self._entries.items()))
-        ranked = sorted(recent, key=lambda item: -item[1].size)  # stable: recency breaks ties
-        return [content_hash for content_hash, _ in ranked[:most]]
+            if self._offer is None or self._offer[0] != most:
+                recent = list(reversed(self._entries.items()))
+                ranked = sorted(recent, key=lambda item: -item[1].size)  # recency breaks ties
+                self._offer = (most, [content_hash for content_hash, _ in ranked[:most]])
+            return list(self._offer[1])
 
     def path_of(self, content_hash: str) -> Path:
         return self.directory / content_hash
@@ -209,6 +215,7 @@ class ArtifactCache:
             if entry.pins:
                 continue
             del self._entries[content_hash]
+            self._offer = None
             self.used -= entry.size
             self.evicted += 1
             with contextlib.suppress(FileNotFoundError):
@@ -218,6 +225,7 @@ class ArtifactCache:
         """Download ``ref`` to its hash's name, verified; its size. Another process
         sharing the directory may have put it there first: then it is used."""
         final = self.path_of(content_hash)
+        self.directory.mkdir(parents=True, exist_ok=True)
         with self._process_lock(content_hash):
             if final.exists():
                 return final.stat().st_size
