@@ -64,3 +64,14 @@ def test_corrupt_bytes_are_an_unstaged_attempt(settings):
     job = Job.objects.get(pk=result.id)
     assert job.state == JobState.FAILED
     assert job.attempts[-1]["exception_class"] == "dispatch_jobs.exceptions.ArtifactCorrupt"
+
+
+def test_a_row_with_broken_bindings_fails_alone():
+    """Invariant 8: a row the worker cannot decode is that job's outcome."""
+    artifact = artifacts.register(unique("fine"))
+    good = input_tasks.digest.using(inputs={"data": artifact}).enqueue("/nowhere")
+    Job.objects.filter(pk=good.id).update(artifact_bindings={"data": "not a reference"})
+    assert drain() == 1
+    job = Job.objects.get(pk=good.id)
+    assert job.state == JobState.FAILED
+    assert "column 'artifact_bindings' must be an object" in job.last_error
