@@ -15,6 +15,7 @@ from .exceptions import (
     PayloadTooLarge,
     Permanent,
 )
+from .inputs import InputSpec
 from .schedules import periodic
 from .task import task
 
@@ -22,6 +23,7 @@ __all__ = [
     "DispatchJobsError",
     "InvalidCursor",
     "InvalidJob",
+    "InputSpec",
     "InvalidResources",
     "InvalidSchedule",
     "JobNotFound",

@@ -30,7 +30,7 @@ from django.apps import apps
 from django.core.checks import CheckMessage, Error
 from django.db import transaction
 
-from . import compat, names, tracing
+from . import compat, estimates, inputs, names, tracing
 from .conf import settings
 from .exceptions import TaskNotFound
 from .resources import ResourceSet
@@ -189,8 +189,12 @@ class DispatchBackend(compat.BaseTaskBackend):
         cap = settings.max_payload_bytes  # once: a settings read costs more than a check
         checked: list[_Call] = []
         resolved = None
+        bound = _bound_inputs(definition) if calls else {}  # the same for every call
+        estimated = _estimated(definition, bound, capacities) if calls else {}
         for args, kwargs in calls:
-            call = _check_call(definition, args, kwargs, capacities, cap, resolved)
+            call = _check_call(
+                definition, args, kwargs, capacities, cap, resolved, bound, estimated
+            )
             if definition.resource_func is None:
                 # Nothing else varies them: every call resolves the same resources.
                 resolved = (call.requests, call.limits)
@@ -253,14 +257,18 @@ def job_of_call(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any
     definition = _as_dispatch_task(task)
     backend.validate_task(definition)
     capacities = backend._capacities_for([task], [(args, kwargs)])
-    call = _check_call(definition, args, kwargs, capacities, settings.max_payload_bytes, None)
+    bound = _bound_inputs(definition)
+    estimated = _estimated(definition, bound, capacities)
+    call = _check_call(
+        definition, args, kwargs, capacities, settings.max_payload_bytes, None, bound, estimated
+    )
     columns = {**_task_columns(definition), **_call_columns(call)}
     return Job(payload=call.payload.value, **columns)
 
 
 class _Call(NamedTuple):
-    """One validated call: its arguments, their encoded payload, and the scope and
-    resources it resolved."""
+    """One validated call: its arguments, their encoded payload, the scope and
+    resources it resolved, and the columns of its bound inputs."""
 
     args: Sequence[Any]
     kwargs: Mapping[str, Any]
@@ -268,6 +276,7 @@ class _Call(NamedTuple):
     scope: Scope
     requests: ResourceSet
     limits: ResourceSet
+    inputs: Mapping[str, Any]
 
 
 def _check_call(
@@ -277,6 +286,8 @@ def _check_call(
     capacities: Sequence[Mapping[str, int]],
     max_payload_bytes: int,
     resolved: tuple[ResourceSet, ResourceSet] | None,
+    bound: Mapping[str, Any],
+    estimated: Mapping[str, int],
 ) -> _Call:
     """Validate one call and resolve what it contributes to its row. Raises
     before any write. ``resolved``: the resources of an earlier call, when they
@@ -285,9 +296,9 @@ def _check_call(
     scope = definition.scope or current_scope()
     check_scope(definition, scope)
     if resolved is None:
-        resolved = definition.resolve_resources(args, kwargs)
+        resolved = definition.resolve_resources(args, kwargs, estimated)
         check_schedulable(definition, resolved[0], capacities)
-    return _Call(args, kwargs, payload, scope, *resolved)
+    return _Call(args, kwargs, payload, scope, *resolved, bound)
 
 
 def _frozen(call: _Call) -> _Call:
@@ -355,7 +366,30 @@ def _call_columns(call: _Call) -> dict[str, Any]:
     columns["scope_org_id"] = call.scope.org_id
     columns["resources"] = dict(call.requests)
     columns["resource_limits"] = dict(call.limits)
+    columns.update(call.inputs)
     return columns
+
+
+def _estimated(
+    definition: DispatchTask, bound: Mapping[str, Any], capacities: Sequence[Mapping[str, int]]
+) -> dict[str, int]:
+    """What the usage estimator raises, once per enqueue call (every call of it
+    shares the task and its inputs, hence the bucket); {} unless it is wanted."""
+    if not estimates.wants_estimate(definition):
+        return {}
+    found = estimates.estimate_for(definition.job_name, bound.get("input_bytes", 0))
+    if found is None:
+        return {}
+    return estimates.clamp(
+        found.as_resources(), definition.resources, definition.resource_limits, capacities
+    )
+
+
+def _bound_inputs(definition: DispatchTask) -> dict[str, Any]:
+    """The input columns of the task's bindings, every input rule checked (one
+    query, and none when the task declares no inputs)."""
+    where = f"Task {definition.module_path}"
+    return inputs.resolve(where, definition.inputs, definition.input_bindings)
 
 
 def _as_dispatch_task(task: compat.Task) -> DispatchTask:
@@ -371,6 +405,7 @@ def _may_need_resources(task: compat.Task) -> bool:
         getattr(task, "resources", None)
         or getattr(task, "resource_func", None)
         or getattr(task, "resource_overrides", None)
+        or estimates.wants_estimate(task)
     )
 
 

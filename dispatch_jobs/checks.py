@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.core.checks import Error, Warning, register
 
-from .conf import ADMIN, DEFAULTS, METRICS, STORE, TABLE, TASKS, WORKER, Section
+from .conf import ADMIN, ARTIFACTS, DEFAULTS, METRICS, STORE, TABLE, TASKS, WORKER, Section
 
 
 def _check_values(section: Section, value: dict[str, Any]) -> list[Any]:
@@ -286,3 +286,29 @@ def check_schedules(app_configs: Any = None, **kwargs: Any) -> list[Any]:
             )
         ]
     return []
+
+
+# --- Artifacts and estimates (docs/how-to/inputs.md). Ids E090-E099.
+@register()
+def check_artifact_settings(app_configs: Any = None, **kwargs: Any) -> list[Any]:
+    value = getattr(django_settings, "DISPATCH_JOBS", {})
+    if not isinstance(value, dict):
+        return []  # E001 already says so
+    errors = _check_values(ARTIFACTS, value)
+    alias = value.get("ARTIFACT_STORAGE", DEFAULTS["ARTIFACT_STORAGE"])
+    if not isinstance(alias, str) or alias not in _storage_aliases():
+        errors.append(
+            Error(
+                f"DISPATCH_JOBS['ARTIFACT_STORAGE'] is {alias!r}, which is not an alias "
+                "in STORAGES.",
+                hint=f"Use one of: {', '.join(sorted(_storage_aliases()))}.",
+                id="dispatch_jobs.E092",
+            )
+        )
+    return errors
+
+
+def _storage_aliases() -> set[str]:
+    from django.core.files.storage import storages
+
+    return set(storages.backends)

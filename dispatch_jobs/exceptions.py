@@ -120,6 +120,39 @@ class Unschedulable(DispatchJobsError, compat.InvalidTask):
     """No live worker could ever satisfy the job's resource requirement."""
 
 
+class InvalidInput(DispatchJobsError, compat.InvalidTask, ValueError):
+    """An artifact input of an enqueue is refused (docs/how-to/inputs.md); ``input``
+    names it. Raised before any row is written."""
+
+    def __init__(self, message: str, input_name: str = "") -> None:
+        super().__init__(message)
+        self.input = input_name
+
+
+class UnknownInput(InvalidInput):
+    """An input was bound that the task does not declare."""
+
+
+class MissingInput(InvalidInput):
+    """A required input was not bound."""
+
+
+class InputTooLarge(InvalidInput):
+    """The artifact bound to an input is larger than the input's ``max_bytes``."""
+
+
+class InputMediaTypeRefused(InvalidInput):
+    """The artifact bound to an input has a media type the input does not accept."""
+
+
+class ArtifactNotFound(InvalidInput):
+    """The artifact bound to an input does not exist (never registered, or deleted)."""
+
+
+class InvalidArtifact(DispatchJobsError, ValueError):
+    """Bytes or a file could not be registered as an artifact (the message says why)."""
+
+
 class TaskNotFound(DispatchJobsError):
     """A job names a task that cannot be imported (renamed or removed)."""
 
@@ -148,6 +181,17 @@ class InvalidReturnValue(Permanent):
 
 class UndecodableJob(Permanent):
     """A claimed row has a column the worker cannot decode."""
+
+
+class StagingFailed(DispatchJobsError):
+    """An input could not be staged into the worker's cache before the handler ran:
+    its storage could not be read, or the cache could not be written. The attempt is
+    not charged to the job's retries, up to ``STAGING_RETRIES`` staging failures."""
+
+
+class ArtifactCorrupt(StagingFailed):
+    """The bytes read from an artifact's storage do not hash to its content hash:
+    they are refused, and nothing is put in the cache."""
 
 
 # --- The worker process.

@@ -1,6 +1,6 @@
 """The job engine's tables: jobs, per-attempt usage, live workers, the two small
-tables the fleet coordinates through (maintenance leadership, paused queues), and
-periodic schedules with their fired ticks.
+tables the fleet coordinates through (maintenance leadership, paused queues),
+periodic schedules with their fired ticks, and the artifacts jobs take as inputs.
 
 Only ``dispatch_jobs.store`` writes these rows.
 """
@@ -405,3 +405,27 @@ class ScheduleTick(models.Model):
 
     def __str__(self) -> str:
         return f"{self.schedule_id} at {self.tick:%Y-%m-%d %H:%M:%S}"
+
+
+class Artifact(models.Model):
+    """Bytes a job takes as a declared input (docs/how-to/inputs.md): where they live
+    (a Django ``STORAGES`` alias and the name within it) and what they are (their
+    sha256, size and media type). Content-addressed: the stored name is derived
+    from the hash, so registering the same bytes twice stores them once.
+
+    Written only by ``store.record_artifact`` (through ``dispatch_jobs.artifacts.register``).
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    content_hash = models.CharField(max_length=64, db_index=True, help_text="sha256, hex.")
+    size = models.BigIntegerField(help_text="bytes")
+    media_type = models.CharField(max_length=255, default="application/octet-stream")
+    storage = models.CharField(max_length=100, default="default", help_text="STORAGES alias.")
+    path = models.CharField(max_length=500, help_text="The name within the storage.")
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.content_hash[:12]} ({self.size} bytes, {self.media_type})"

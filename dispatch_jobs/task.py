@@ -25,6 +25,7 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 
 from . import compat, limits, names
+from . import inputs as input_specs
 from .conf import settings
 from .exceptions import DispatchJobsError, InvalidDuration, InvalidResources
 from .limits import short_repr
@@ -49,6 +50,7 @@ PER_ENQUEUE_OPTIONS = (
     "resources",
     "lease_ttl",
     "scope",
+    "inputs",
 )
 
 
@@ -89,9 +91,15 @@ class _TaskOptions(compat.Task):
     retry_backoff_cap: timedelta | None = None
     # Exceptions that fail the job at once, with no retry (besides ``Permanent``).
     permanent_exceptions: tuple[type[BaseException] | str, ...] = ()
+    # Declared artifact inputs (``inputs.InputSpec``), staged before the handler runs.
+    inputs: tuple[input_specs.InputSpec, ...] = ()
+    # Raise the declared floor from measured usage at enqueue (docs/how-to/estimates.md);
+    # ``None``: DISPATCH_JOBS["ESTIMATE_RESOURCES"] decides.
+    estimate: bool | None = None
     # Per-enqueue overrides, set through ``using()`` only.
     resource_overrides: ResourceSet = field(default_factory=dict, hash=False)
     scope: Scope | None = None
+    input_bindings: Mapping[str, int] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         _normalise(self)
@@ -106,7 +114,7 @@ class _TaskOptions(compat.Task):
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(_TaskOptions))
 _DEFINITION_OPTIONS = sorted(
-    (_FIELDS - {"func", "run_after", "resource_overrides", "scope"}) | {"name"}
+    (_FIELDS - {"func", "run_after", "resource_overrides", "scope", "input_bindings"}) | {"name"}
 )
 
 
@@ -120,7 +128,8 @@ class DispatchTask(_TaskOptions):
     ``resources`` and ``resource_limits`` (``{"cpu": "500m", "memory": "2Gi"}``),
     ``resource_func``, ``resource_class``, ``execution`` (``"in-process"``),
     ``name``/``alias`` (a stable name stored on job rows), ``retry_backoff_base``,
-    ``retry_backoff_cap`` and ``permanent_exceptions``.
+    ``retry_backoff_cap``, ``permanent_exceptions``, ``inputs`` (a list of
+    ``InputSpec``) and ``estimate``.
     """
 
     __slots__ = ()
@@ -163,11 +172,13 @@ class DispatchTask(_TaskOptions):
         resources: Mapping[str, object] | None = None,
         lease_ttl: timedelta | float | None = None,
         scope: Scope | tuple[str, str] | Mapping[str, str] | None = None,
+        inputs: Mapping[str, Any] | None = None,
         **unknown: Any,
     ) -> DispatchTask:
         """A copy with per-enqueue overrides: Django's four, plus ``resources``
-        (replaces the resolved requirement key by key), ``lease_ttl`` and ``scope``
-        (a ``Scope``, ``(app_id, org_id)`` or ``{"app_id": ..., "org_id": ...}``)."""
+        (replaces the resolved requirement key by key), ``lease_ttl``, ``scope``
+        (a ``Scope``, ``(app_id, org_id)`` or ``{"app_id": ..., "org_id": ...}``)
+        and ``inputs`` (declared input names to ``Artifact`` rows or their ids)."""
         if unknown:
             raise compat.InvalidTask(
                 f"Task {self.module_path}: unknown option "
@@ -191,14 +202,20 @@ class DispatchTask(_TaskOptions):
             )
         if scope is not None:
             changes["scope"] = _to_scope(self.func, scope)
+        if inputs is not None:
+            changes["input_bindings"] = inputs
         return dataclasses.replace(self, **changes)
 
     def resolve_resources(
-        self, args: Sequence[Any], kwargs: Mapping[str, Any]
+        self,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        estimated: Mapping[str, int] | None = None,
     ) -> tuple[ResourceSet, ResourceSet]:
         """The seed's resolution, once, at enqueue: the declared floor, raised key by
-        key by ``resource_func(*args, **kwargs)``, then replaced key by key by the
-        per-enqueue override. Returns ``(requests, limits)`` in canonical units."""
+        key by ``resource_func(*args, **kwargs)`` and by the ``estimated`` amounts
+        (``dispatch_jobs.estimates``), then replaced key by key by the per-enqueue
+        override. Returns ``(requests, limits)`` in canonical units."""
         requests = dict(self.resources)
         if self.resource_func is not None:
             try:
@@ -209,6 +226,8 @@ class DispatchTask(_TaskOptions):
                 ) from exc
             for key, amount in _parse(self.func, "resource_func result", computed).items():
                 requests[key] = max(requests.get(key, 0), amount)
+        for key, amount in (estimated or {}).items():
+            requests[key] = max(requests.get(key, 0), amount)
         requests.update(self.resource_overrides)
         if self.resource_func is not None:
             _check_custom_keys(self.func, "resources", requests)
@@ -350,6 +369,10 @@ def _normalise(t: _TaskOptions) -> None:
     _set(t, "permanent_exceptions", _exception_classes(where, t.permanent_exceptions))
     if t.scope is not None and not isinstance(t.scope, Scope):
         _set(t, "scope", _to_scope(t.func, t.scope))
+    _set(t, "inputs", input_specs.check_declared(where, t.inputs))
+    _set(t, "input_bindings", input_specs.check_bindings(where, t.inputs, t.input_bindings))
+    if t.estimate is not None and not isinstance(t.estimate, bool):
+        raise compat.InvalidTask(f"{where}: estimate must be True, False or None.")
 
 
 def _set(t: _TaskOptions, name: str, value: object) -> None:

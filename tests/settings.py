@@ -94,6 +94,15 @@ TEMPLATES = [
     }
 ]
 STATIC_URL = "/static/"
+# Artifacts (tests/artifacts/): the default FileSystemStorage writes here, in the
+# test run and in the worker processes it starts alike.
+MEDIA_ROOT = env.str("DISPATCH_TEST_MEDIA_ROOT", default=str(BASE_DIR / ".test-data" / "media"))
+# A worker process's input cache, when a test names one (tests/artifacts/test_worker_inputs.py).
+if env.str("DISPATCH_TEST_ARTIFACT_CACHE_DIR", default=""):
+    DISPATCH_JOBS = {
+        **globals().get("DISPATCH_JOBS", {}),
+        "ARTIFACT_CACHE_DIR": env.str("DISPATCH_TEST_ARTIFACT_CACHE_DIR"),
+    }
 # The tasks backend under test; the extra queues are used by tests/backend/.
 TASKS = {
     "default": {

@@ -143,3 +143,17 @@ def test_e080_schedules_entries_must_parse() -> None:
     assert ids({"n": {**good["n"], "cron": "0 25 * * *"}}) == {"dispatch_jobs.E080"}
     assert ids({"n": {**good["n"], "timezone": "Nowhere/Else"}}) == {"dispatch_jobs.E080"}
     assert ids(["not", "a", "dict"]) == {"dispatch_jobs.E080"}
+
+
+def test_e090_e091_e092_artifact_settings() -> None:
+    from dispatch_jobs.checks import check_artifact_settings
+
+    def ids(value: dict) -> set[str]:
+        with override_settings(DISPATCH_JOBS=value):
+            return {m.id for m in check_artifact_settings()}
+
+    assert ids({}) == set()
+    assert ids({"ARTIFACT_CACHE_BYTES": 0}) == {"dispatch_jobs.E090"}
+    assert ids({"STAGING_RETRIES": -1}) == {"dispatch_jobs.E090"}
+    assert ids({"ESTIMATE_RESOURCES": "yes"}) == {"dispatch_jobs.E091"}
+    assert ids({"ARTIFACT_STORAGE": "nowhere"}) == {"dispatch_jobs.E092"}

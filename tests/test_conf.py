@@ -18,6 +18,7 @@ CHECKS = (
     checks.check_tasks_settings,
     checks.check_worker_settings,
     checks.check_metrics_settings,
+    checks.check_artifact_settings,
 )
 
 

@@ -1,5 +1,6 @@
 """Usage: the per-attempt records, as a keyset-paged list, and a per-task summary
-(count, failure rate, p50/p95 wall time) over a time window.
+(count, failure rate, p50/p95 wall time) over a time window, with the declared
+and estimated resources per task and input-size bucket (``admin.estimates``).
 
 The summary reads the window's newest ``ADMIN_SCAN_CAP`` records through the
 recorded_at index and computes percentiles in Python, the same on every
@@ -19,12 +20,13 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from .. import database
+from .. import database, estimates
 from ..conf import settings
 from ..exceptions import QueryTooBroad
 from ..models import JobState, Usage
 from ..store import reads
 from . import display
+from .estimates import estimate_summary
 from .paging import KeysetModelAdmin, SortKey
 from .params import guarded
 from .readonly import ReadOnlyAdmin
@@ -139,15 +141,18 @@ class UsageAdmin(ReadOnlyAdmin, KeysetModelAdmin):
         try:
             with bounded_queries():
                 rows, capped = usage_summary(WINDOWS[key][1], scan_cap)
+                buckets = estimate_summary(WINDOWS[key][1], scan_cap)
         except QueryTooBroad as exc:
             messages.warning(request, str(exc))
-            rows, capped = [], False
+            rows, capped, buckets = [], False, []
         context = {
             **self.admin_site.each_context(request),
             "title": f"Usage by task: {WINDOWS[key][0].lower()}",
             "opts": self.opts,
             "rows": rows,
             "capped": capped,
+            "buckets": buckets,
+            "samples_min": estimates.SAMPLES_MIN,
             "scan_cap": f"{scan_cap:,}",
             "windows": [(k, label, k == key) for k, (label, _) in WINDOWS.items()],
         }

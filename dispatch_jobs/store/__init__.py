@@ -6,6 +6,7 @@ expiry) uses the database's clock. See docs/store.md for the guarantees.
 """
 
 from . import reads
+from .artifacts import artifacts_by_id, delete_artifact, record_artifact
 from .claim import claim_jobs, suspects_waiting
 from .completion import complete_leased_jobs, purge_finished_jobs
 from .db import refused_by_content, statement_timeout
@@ -70,7 +71,7 @@ from .schedules import (
 )
 from .testing_ops import delete_all_jobs
 from .transitions import Cancelled, Completed, Failed, Retry, Settled, Spent, Transition
-from .usage import list_usage, purge_usage, record_usage, record_usages
+from .usage import list_usage, purge_usage, record_usage, record_usages, usage_samples
 from .workers import (
     deregister_worker,
     live_workers,
@@ -100,6 +101,9 @@ __all__ = [
     "ListOptions",
     "Page",
     "acquire_leadership",
+    "artifacts_by_id",
+    "delete_artifact",
+    "record_artifact",
     "claim_jobs",
     "suspects_waiting",
     "complete_leased_jobs",
@@ -134,6 +138,7 @@ __all__ = [
     "reclaim_expired_leases",
     "record_usage",
     "record_usages",
+    "usage_samples",
     "register_worker",
     "release_leadership",
     "release_leases",

@@ -33,10 +33,13 @@ class Completed:
 @dataclass(frozen=True, slots=True)
 class Retry:
     """The attempt failed and a retry remains: ready again ``delay`` after
-    database-now. ``error`` is the one-line summary kept in ``last_error``."""
+    database-now. ``error`` is the one-line summary kept in ``last_error``.
+    ``charged``: whether it counts against the job's retries (an attempt whose
+    inputs could not be staged never ran the handler, and is not)."""
 
     delay: timedelta
     error: str
+    charged: bool = True
     state: ClassVar[str] = JobState.RETRYING
 
 
@@ -113,10 +116,10 @@ class Settled:
     def values(self) -> dict[str, Any]:
         """The new value of each of ``OUTCOME_COLUMNS``."""
         job, transition = self.job, self.transition
-        retrying = isinstance(transition, Retry)
+        charged = isinstance(transition, Retry) and transition.charged
         return {
             "state": transition.state,
-            "retry_count": job.retry_count + 1 if retrying else job.retry_count,
+            "retry_count": job.retry_count + 1 if charged else job.retry_count,
             "last_error": job.last_error if isinstance(transition, Completed) else transition.error,
             "attempts": [*attempt_list(job.attempts), self.attempt],
             "return_value": transition.return_value if isinstance(transition, Completed) else None,

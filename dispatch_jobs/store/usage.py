@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import QuerySet
 
@@ -36,6 +36,21 @@ def list_usage(
     if limit > 0:
         return list(qs[offset : offset + limit])
     return list(qs[offset:]) if offset else list(qs)
+
+
+def usage_samples(
+    name: str, low: int, high: int, limit: int
+) -> list[tuple[str, int, timedelta | None, timedelta]]:
+    """The newest ``limit`` attempts of task ``name`` with ``low <= input_bytes <
+    high``, as (executor, peak_rss, cpu_time, wall_time): what the estimator reads.
+    Served by the (name, recorded_at) index; bounded by ``limit``."""
+    qs = (
+        _usage()
+        .filter(name=name, input_bytes__gte=low, input_bytes__lt=high)
+        .order_by("-recorded_at", "-id")
+        .values_list("executor", "peak_rss", "cpu_time", "wall_time")
+    )
+    return list(qs[: max(limit, 0)])
 
 
 def purge_usage(before: datetime, limit: int) -> int:

@@ -21,7 +21,7 @@ from ..exceptions import GaveUp
 from ..storable import storable_text
 from .executor import EXECUTOR_NAME, Attempt
 from .joblog import log_attempt
-from .outcomes import Outcome, Verdict
+from .outcomes import Kind, Outcome, Verdict
 from .transient import reset_connection, retry_transient
 
 logger = logging.getLogger("dispatch_jobs.worker")
@@ -135,7 +135,9 @@ def _describe(error: BaseException) -> str:
     return storable_text(f"{type(error).__name__}: {error}", limit=500)
 
 
-def _spent(outcome: Outcome) -> store.Spent:
+def _spent(outcome: Outcome) -> store.Spent | None:
+    if outcome.kind == Kind.UNSTAGED:
+        return None  # the handler never ran: nothing of it to measure
     return store.Spent(
         wall_time=timedelta(seconds=outcome.wall_time),
         cpu_time=timedelta(seconds=outcome.cpu_time),

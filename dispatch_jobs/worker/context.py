@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..compat import TaskContext
 from ..exceptions import JobCancelled, JobTimedOut
+
+if TYPE_CHECKING:
+    from .staging import StagedInput
 
 # Why a job was cancelled; set once, first reason wins.
 LEASE_LOST = "lease lost"
@@ -61,11 +65,14 @@ class Cancellation:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JobContext(TaskContext):  # type: ignore[misc]  # frozen at runtime
     """The context of one attempt: Django's ``TaskContext`` plus the job's id,
-    its deadline (``time.monotonic()`` seconds, or ``None``) and its cancellation."""
+    its deadline (``time.monotonic()`` seconds, or ``None``), its cancellation and
+    its staged ``inputs`` (``context.inputs["video"].path``: a local file,
+    docs/how-to/inputs.md)."""
 
     job_id: int
     deadline: float | None = None
     cancellation: Cancellation = field(default_factory=Cancellation)
+    inputs: Mapping[str, StagedInput] = field(default_factory=dict)
 
     @property
     def timed_out(self) -> bool:

@@ -58,6 +58,12 @@ def problem_with(job: Job) -> str | None:
             "column 'resources' must be an object of non-negative integers in canonical "
             f"units, got {_show(resources)}"
         )
+    bindings = job.artifact_bindings
+    if bindings is not None and not _is_bindings(bindings):
+        return (
+            "column 'artifact_bindings' must be an object of input names to artifact "
+            f"references (hash, size, storage, path), got {_show(bindings)}"
+        )
     if not isinstance(job.attempts, list) and job.attempts is not None:
         return f"column 'attempts' must be a list, got {_show(job.attempts)}"
     for column in ("timeout", "lease_ttl"):
@@ -81,6 +87,18 @@ def _is_quantities(value: Any) -> bool:
     return isinstance(value, dict) and all(
         isinstance(key, str) and type(amount) is int and amount >= 0
         for key, amount in value.items()
+    )
+
+
+def _is_bindings(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(name, str)
+        and isinstance(ref, dict)
+        and isinstance(ref.get("hash"), str)
+        and type(ref.get("size")) is int
+        and isinstance(ref.get("storage"), str)
+        and isinstance(ref.get("path"), str)
+        for name, ref in value.items()
     )
 
 

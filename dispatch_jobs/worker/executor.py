@@ -1,13 +1,15 @@
 """The executor: runs one claimed job in the current thread and measures it.
 
-It does NO database writes: it loads the task, decodes the payload, restores the
-job's scope, sends ``task_started`` / ``task_finished`` (Django's contract: the
-failure signal is sent inside the ``except`` block), and settles the outcome on
-the in-memory job. The completer persists it behind the lease fence.
+It does NO database writes: it loads the task, decodes the payload, stages the
+job's declared inputs into the worker's cache (``staging``), restores the job's
+scope, sends ``task_started`` / ``task_finished`` (Django's contract: the failure
+signal is sent inside the ``except`` block), and settles the outcome on the
+in-memory job. The completer persists it behind the lease fence.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -30,6 +32,7 @@ from ..exceptions import (
     InvalidPayload,
     InvalidReturnValue,
     JobTimedOut,
+    StagingFailed,
     TaskNotFound,
     UndecodableJob,
 )
@@ -51,6 +54,7 @@ from .context import (
 from .decode import problem_with
 from .outcomes import Kind, Outcome, Verdict, class_path, is_permanent, settle
 from .results import backend_class, has_effect, task_result
+from .staging import ArtifactCache, process_cache
 
 EXECUTOR_NAME = "in-process"
 # The most a return value may take encoded (JSON), and how much of an error's
@@ -95,9 +99,15 @@ def deadline_for(job: Job) -> float | None:
 
 
 def execute(
-    job: Job, worker_id: str, cancellation: Cancellation, deadline: float | None
+    job: Job,
+    worker_id: str,
+    cancellation: Cancellation,
+    deadline: float | None,
+    cache: ArtifactCache | None = None,
 ) -> Attempt:
-    """Run ``job`` once in this thread; its outcome and what it does to the job."""
+    """Run ``job`` once in this thread; its outcome and what it does to the job.
+    Its inputs are staged into ``cache`` (default: this process's) first and stay
+    pinned there until the handler returns."""
     clock = _Clock()
     try:
         problem = problem_with(job)
@@ -112,21 +122,32 @@ def execute(
         # Cancelled by an operator before a thread took it: it never starts.
         outcome = clock.stopped(cancellation, "cancelled before it started")
         return Attempt(job, job.lease_epoch, outcome, settle(job, outcome, worker_id))
-    context = ContextSlot(
-        lambda: JobContext(
-            task_result=task_result(job, task),
-            job_id=job.pk,
-            deadline=deadline,
-            cancellation=cancellation,
-        ),
-        cancellation,
-        deadline,
-    )
-    token = set_current_job(context)
-    try:
-        return _run_handler(job, task, args, kwargs, context, clock, worker_id)
-    finally:
-        reset_current_job(token)
+    with contextlib.ExitStack() as pins:
+        inputs = {}
+        if job.artifact_bindings:
+            try:
+                inputs = pins.enter_context(
+                    (cache or process_cache()).staged(job.artifact_bindings)
+                )
+            except StagingFailed as exc:
+                outcome = clock.outcome(Kind.UNSTAGED, exc=exc)
+                return Attempt(job, job.lease_epoch, outcome, settle(job, outcome, worker_id, task))
+        context = ContextSlot(
+            lambda: JobContext(
+                task_result=task_result(job, task),
+                job_id=job.pk,
+                deadline=deadline,
+                cancellation=cancellation,
+                inputs=inputs,
+            ),
+            cancellation,
+            deadline,
+        )
+        token = set_current_job(context)
+        try:
+            return _run_handler(job, task, args, kwargs, context, clock, worker_id)
+        finally:
+            reset_current_job(token)
 
 
 def _run_handler(

@@ -1,5 +1,6 @@
 """The fetcher: one claim per cycle for as many jobs as there are free slots,
-the lease granted inside the claim."""
+the lease granted inside the claim, offering the hashes of the inputs this
+worker has staged (locality: such jobs sort first within their priority band)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..models import Job
 from .config import WorkerConfig
 from .health import ClaimHealth
 from .inflight import Inflight, free_budget
+from .staging import ArtifactCache
 from .transient import retry_transient
 
 logger = logging.getLogger("dispatch_jobs.worker")
@@ -25,8 +27,10 @@ class Fetcher:
         inflight: Inflight,
         stop: threading.Event,
         claims: ClaimHealth | None = None,
+        cache: ArtifactCache | None = None,
     ) -> None:
         self.config = config
+        self.cache = cache
         self.inflight = inflight
         self.stop = stop
         self.alone: int | None = None  # the suspect running alone here, if any
@@ -104,6 +108,15 @@ class Fetcher:
             )
         return self.suspects
 
+    def _preferred(self) -> tuple[str, ...]:
+        """The cached hashes worth offering (``staging.PREFER_HASHES_MAX``, largest
+        first), sorted: the claim statement is compiled once per distinct offer
+        (``ReturningClaims``), and a sorted offer repeats while the cache holds
+        the same files."""
+        if self.cache is None:
+            return ()
+        return tuple(sorted(self.cache.preferred_hashes()))
+
     def _claim_alone(self) -> list[Job]:
         jobs = self._claim(1, suspects="only", alone=True)
         if jobs:
@@ -123,6 +136,7 @@ class Fetcher:
             limit=limit,
             budget=budget or None,
             custom_keys=custom_keys,
+            prefer_hashes=self._preferred(),
             worker_id=self.config.worker_id,
             lease_ttl=self.config.lease_ttl,
             suspects=suspects,

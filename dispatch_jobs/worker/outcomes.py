@@ -5,7 +5,9 @@ store's transition (``store.transitions``) with the attempt's record; the
 completer hands both to the store, which writes them behind the lease fence.
 Success → completed with the return value; an error → retrying after a backoff
 while retries remain, else failed (the dead letter); a permanent error → failed
-at once; a timeout is a retryable failure.
+at once; a timeout is a retryable failure; inputs that could not be staged →
+retrying without charging a retry, until ``STAGING_RETRIES`` such attempts, then
+failed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from django.utils.module_loading import import_string
 
 from ..attempts import attempt_list
+from ..conf import settings
 from ..exceptions import Permanent
 from ..models import Job
 from ..store import Cancelled, Completed, Failed, Retry, Transition, cancel_message
@@ -31,6 +34,7 @@ class Kind(StrEnum):
     TIMEOUT = "timeout"  # retryable
     CANCELLED = "cancelled"  # lease lost or handed back: nothing to write
     STOPPED = "stopped"  # an operator cancelled it while it ran: it ends cancelled
+    UNSTAGED = "unstaged"  # its inputs could not be staged: the handler never ran
 
 
 @dataclass
@@ -50,7 +54,7 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        return self.kind in (Kind.ERROR, Kind.PERMANENT, Kind.TIMEOUT)
+        return self.kind in (Kind.ERROR, Kind.PERMANENT, Kind.TIMEOUT, Kind.UNSTAGED)
 
 
 def class_path(exc: BaseException) -> str:
@@ -102,6 +106,9 @@ def settle(job: Job, outcome: Outcome, worker_id: str, task: Any = None) -> Verd
     elif outcome.kind == Kind.SUCCESS:
         transition = Completed(outcome.return_value)
         status = "completed"
+    elif outcome.kind == Kind.UNSTAGED:
+        transition = _unstaged(job, outcome, task)
+        status = "unstaged"
     elif outcome.kind != Kind.PERMANENT and job.retry_count < job.max_retries:
         transition = Retry(retry_delay(job.retry_count + 1, task), _error_line(outcome))
         status = "timeout" if outcome.kind == Kind.TIMEOUT else "retrying"
@@ -110,6 +117,27 @@ def settle(job: Job, outcome: Outcome, worker_id: str, task: Any = None) -> Verd
         status = "timeout" if outcome.kind == Kind.TIMEOUT else "failed"
     number = len(attempt_list(job.attempts)) + 1
     return Verdict(transition, _attempt_record(number, outcome, worker_id, status))
+
+
+def staging_failures(job: Job) -> int:
+    """Attempts of ``job`` whose inputs could not be staged (its attempt log says)."""
+    return sum(
+        1
+        for a in attempt_list(job.attempts)
+        if isinstance(a, dict) and a.get("status") == "unstaged"
+    )
+
+
+def _unstaged(job: Job, outcome: Outcome, task: Any) -> Transition:
+    """The seed's launch failure: not the handler's doing, so not charged to its
+    retries, but capped (``STAGING_RETRIES``) so an input that can never be read
+    fails the job rather than cycling for ever."""
+    failures = staging_failures(job)
+    if failures < settings.staging_retries:
+        return Retry(retry_delay(failures + 1, task), _error_line(outcome), charged=False)
+    return Failed(
+        f"{_error_line(outcome)} (inputs could not be staged {failures + 1} times; STAGING_RETRIES)"
+    )
 
 
 def _error_line(outcome: Outcome) -> str:

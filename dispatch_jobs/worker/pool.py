@@ -42,6 +42,7 @@ from .maintenance import Maintenance
 from .pacing import Listener, Pacer
 from .registry import Registry
 from .shutdown import Shutdown
+from .staging import ArtifactCache
 from .summary import Stats, Summary, banner
 from .transient import reset_connection, retry_transient
 
@@ -67,8 +68,12 @@ class Pool:
         self.claims = ClaimHealth(config.heartbeat.total_seconds())
         self.registry = Registry(config, self.claims)
         self.pacer = Pacer(config.poll_interval, config.max_poll_interval)
+        # The inputs staged here; its hashes are offered to every claim (locality).
+        self.cache = ArtifactCache.from_settings(config.worker_id)
         # A claim stuck on an unreachable database gives up once a drain starts.
-        self.fetcher = Fetcher(config, self.inflight, self.shutdown.draining, self.claims)
+        self.fetcher = Fetcher(
+            config, self.inflight, self.shutdown.draining, self.claims, self.cache
+        )
         self.completer = Completer(config.worker_id, self._on_done, self.stop)
         self.heartbeat = Heartbeat(
             config, self.inflight, self.registry, self._on_abandoned, self._on_lost, self.stop
@@ -199,7 +204,9 @@ class Pool:
             self.metrics.started(held.job)
         attempt: Attempt | None = None
         try:
-            attempt = execute(held.job, self.config.worker_id, held.cancellation, held.deadline)
+            attempt = execute(
+                held.job, self.config.worker_id, held.cancellation, held.deadline, self.cache
+            )
         except BaseException:  # noqa: BLE001 - a bug here must not kill the worker
             logger.exception("Job %s: the executor failed; its lease will lapse.", held.job.pk)
         if attempt is not None and held.finish():
