@@ -21,8 +21,10 @@ def fire_ticks(
     def prepare() -> Callable[[float], list[Any]]:
         from functools import partial
 
-        from tests.store.schedule_race import fire_loop
+        from dispatch_jobs.models import Schedule
+        from tests.store.schedule_race import fire_loop, ticks_of
 
-        return partial(fire_loop, schedule_id)
+        # Read before saying ready: no racer fires before every one has its ticks.
+        return partial(fire_loop, schedule_id, ticks_of(Schedule.objects.get(pk=schedule_id)))
 
     _run_released(db_name, worker_id, ready, go, results, prepare)

@@ -23,14 +23,14 @@ def ticks_of(row: Schedule, count: int = TICKS) -> list:
     return found
 
 
-def fire_loop(schedule_id: int, deadline: float) -> list[str]:
-    """Fire each of the schedule's next TICKS ticks once, in order, through
-    ``store.fire_schedule_tick`` with a fresh job each time; the ticks (ISO text)
-    whose job this caller enqueued."""
+def fire_loop(schedule_id: int, moments: list, deadline: float) -> list[str]:
+    """Fire each of ``moments`` (the schedule's ticks, read by the test before any
+    racer starts: a late racer must race for the same ticks, not the ones after
+    those already fired) once, in order, through ``store.fire_schedule_tick`` with a
+    fresh job each time; the ticks (ISO text) whose job this caller enqueued."""
     fired: list[str] = []
     try:
         row = Schedule.objects.get(pk=schedule_id)
-        moments = ticks_of(row)
         for tick, following in zip(moments, [*moments[1:], moments[-1]], strict=True):
             if time.monotonic() > deadline:
                 break

@@ -48,7 +48,8 @@ def assert_each_tick_fired_once(per_racer: list[list[str]], row: Schedule) -> No
 def test_threads_fire_each_tick_exactly_once() -> None:
     row = make_schedule()
     deadline = time.monotonic() + DEADLINE
-    per_racer = run_threads(lambda _: fire_loop(row.pk, deadline))
+    moments = ticks_of(row)
+    per_racer = run_threads(lambda _: fire_loop(row.pk, moments, deadline))
     assert_each_tick_fired_once(per_racer, row)
 
 
