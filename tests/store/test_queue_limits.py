@@ -123,9 +123,7 @@ def test_per_org_and_queue_limits_together():
 
 def test_rate_limit_counts_starts_in_a_sliding_window():
     JobFactory.create_batch_enqueued(12, queue="metered")
-    store.set_queue_limits(
-        "metered", QueueLimits(rate_limit=5, rate_period=timedelta(minutes=1))
-    )
+    store.set_queue_limits("metered", QueueLimits(rate_limit=5, rate_period=timedelta(minutes=1)))
     first = claim(["metered"], 10, **lease())
     assert len(first) == 5
     finish(first)  # finishing frees no rate: the starts stay in the window
