@@ -6,8 +6,11 @@
 
 Claims ``--claim-jobs`` fresh pending jobs of queue ``default`` (``--claim-batch``
 per claim, with a lease, as ``bench.hotpath``'s claim does) in four modes, one
-repetition of each in turn (so drift on a shared machine spreads over all), and
-prints the medians and each mode's rate as a share of the baseline's:
+repetition of each in turn, starting with another mode each time (so drift on a
+shared machine spreads over all), and
+prints the medians and each mode's rate and CPU per job as a share of the
+baseline's (the CPU of this process is the steadier of the two on a shared
+machine, where the rate swings with the neighbours' load):
 
 - ``baseline``: the claim as it was before limits existed: one statement that
   skips paused queues only, no look at the list of limited queues;
@@ -85,18 +88,20 @@ def _forget_statements() -> None:
 def run(modes: tuple[str, ...], reps: int, jobs: int, batch: int, limited: int) -> None:
     timings: dict[str, list[Timing]] = {name: [] for name in modes}
     for rep in range(reps):
-        for name in modes:
+        # Each repetition starts with another mode: no mode always runs first.
+        for name in modes[rep % len(modes) :] + modes[: rep % len(modes)]:
             with mode(name, limited):
                 timings[name].append(claim(jobs, batch))
         print(f"repetition {rep + 1}/{reps} done", flush=True)
     base = statistics.median(t.rate for t in timings[modes[0]])
+    base_cpu = statistics.median(t.cpu_per_job for t in timings[modes[0]])
     for name in modes:
         rate = statistics.median(t.rate for t in timings[name])
         cpu = statistics.median(t.cpu_per_job for t in timings[name])
         shown = ", ".join(f"{t.rate:,.0f}" for t in timings[name])
         print(
-            f"{name:<16} median {rate:>9,.0f} jobs/s {cpu:>7,.1f} µs CPU/job "
-            f"{rate / base:>7.1%} of baseline   ({shown})"
+            f"{name:<16} median {rate:>9,.0f} jobs/s ({rate / base:>6.1%} of baseline) "
+            f"{cpu:>7,.1f} µs CPU/job ({cpu / base_cpu:>6.1%})   runs: {shown}"
         )
 
 
