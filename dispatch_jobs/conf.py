@@ -19,7 +19,17 @@ from typing import Any, overload
 from django.conf import settings as django_settings
 
 from . import limits
-from .setting_kinds import CallablePath, Duration, Flag, Integer, Kind, QueueNames, Secret, Text
+from .setting_kinds import (
+    CallablePath,
+    Duration,
+    Flag,
+    Integer,
+    Kind,
+    QueueLimitsTable,
+    QueueNames,
+    Secret,
+    Text,
+)
 
 
 @dataclass(frozen=True)
@@ -275,6 +285,15 @@ class Settings:
         {},
         "Periodic schedules declared in settings, {name: {task, cron or every, ...}}, "
         "synced into the Schedule table when a worker starts (docs/how-to/periodic.md).",
+    )
+    queue_limits = Setting(
+        WORKER,
+        QueueLimitsTable(),
+        {},
+        'Queue limits declared in settings, {queue: {"max_running": 5, '
+        '"max_running_per_org": 2, "rate": "100/m"}}, synced onto the queues when a worker '
+        "starts; limits set in the admin win (docs/how-to/limits.md).",
+        check="dispatch_jobs.E035",
     )
     worker_stale_after = Setting(
         WORKER,

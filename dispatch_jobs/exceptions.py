@@ -205,6 +205,10 @@ class QueueNameError(DispatchJobsError, ValueError):
     """A queue name given to the worker is not one (the message says which)."""
 
 
+class InvalidQueueLimits(DispatchJobsError, ValueError):
+    """A queue limit (QUEUE_LIMITS setting, admin form) is not one (the message says why)."""
+
+
 class GaveUp(DispatchJobsError):
     """The worker stopped before a transient error cleared."""
 

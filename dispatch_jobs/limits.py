@@ -46,6 +46,13 @@ TIMEOUT_MAX = timedelta(days=30)
 BACKOFF_MIN = timedelta(milliseconds=1)
 BACKOFF_MAX = timedelta(days=30)
 
+# --- Queue limits (docs/how-to/limits.md). A concurrency or rate count fits the
+# PositiveIntegerField columns with room; a rate period of a second to a day
+# keeps the sliding window's rows (one per start, pruned after a period) few.
+QUEUE_LIMIT_MAX = 1_000_000
+RATE_PERIOD_MIN = timedelta(seconds=1)
+RATE_PERIOD_MAX = timedelta(days=1)
+
 # --- Datetimes (run_after). MariaDB's DATETIME holds 1000-01-01 .. 9999-12-31;
 # a day off each end keeps every time zone's conversion to UTC inside it.
 RUN_AFTER_MIN = datetime(1000, 1, 2, tzinfo=UTC)

@@ -187,3 +187,24 @@ class QueueNames(Kind[list[str] | None]):
 
     def read(self, value: Any) -> list[str] | None:
         return None if value is None else list(value)
+
+
+class QueueLimitsTable(Kind[dict[str, Any]]):
+    """``{queue: {"max_running": N, "max_running_per_org": N, "rate": "N/period"}}``,
+    checked by ``queue_limits.parse_queue_limits`` (its message says what is wrong)."""
+
+    hint = "See docs/how-to/limits.md for the entry's keys."
+
+    @property
+    def expected(self) -> str:
+        return "a dict of queue name -> {max_running, max_running_per_org, rate}"
+
+    def problem(self, key: str, value: object) -> str | None:
+        from .exceptions import InvalidQueueLimits
+        from .queue_limits import parse_queue_limits
+
+        try:
+            parse_queue_limits(value)
+        except InvalidQueueLimits as exc:
+            return f"DISPATCH_JOBS[{key!r}]: {exc}"
+        return None

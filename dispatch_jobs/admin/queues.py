@@ -1,4 +1,5 @@
-"""The queues view: per queue, how much is waiting and how late, and pause/resume.
+"""The queues view: per queue, how much is waiting and how late, its limits,
+pause/resume and the limits' form (``admin.queue_limits``).
 
 Registered on ``QueueControl`` (the small table of paused queues), so it appears
 in the admin index as "Queue controls". A paused queue is skipped by every claim
@@ -34,10 +35,13 @@ from django.views.decorators.http import require_POST
 from .. import database, limits, store
 from ..conf import declared_queues, settings
 from ..exceptions import QueryTooBroad
-from ..models import READY_STATES, JobState, QueueControl
+from ..models import LIMITED, READY_STATES, JobState, QueueControl
+from ..queue_limits import of_control
 from ..store import reads
 from .paging import bounded_count
 from .params import guarded
+from .queue_limits import PERMISSION as LIMIT_PERMISSION
+from .queue_limits import limits_view
 from .readonly import OverviewAdmin
 from .safety import bounded_queries
 
@@ -151,6 +155,8 @@ class QueueRow:
     running: int | None
     failed: int | None
     oldest_ready_age: timedelta | None
+    limits: str = ""  # "5 running, 2 per org, 100 per 1m"; "" when unlimited
+    limits_source: str = ""
 
     @property
     def oldest_ready(self) -> str:
@@ -168,8 +174,10 @@ def queue_rows() -> list[QueueRow]:
     threshold = settings.admin_count_threshold
     now = database.database_now()
     jobs = reads.jobs()
+    limited = {control.name: control for control in reads.queue_controls().filter(LIMITED)}
     rows = []
     for name in known.queues:
+        control = limited.get(name)
         in_queue = jobs.filter(queue=name)
         ready = in_queue.filter(state__in=READY_STATES, run_at__lte=Now())
         oldest = ready.order_by("run_at").values_list("run_at", flat=True).first()
@@ -184,6 +192,8 @@ def queue_rows() -> list[QueueRow]:
                 running=bounded_count(in_queue.filter(state=JobState.RUNNING), threshold),
                 failed=bounded_count(in_queue.filter(state=JobState.FAILED), threshold),
                 oldest_ready_age=max(now - oldest, timedelta(0)) if oldest else None,
+                limits=of_control(control).describe() if control else "",
+                limits_source=control.get_limits_source_display() if control else "",
             )
         )
     return rows
@@ -191,7 +201,8 @@ def queue_rows() -> list[QueueRow]:
 
 @admin.register(QueueControl)
 class QueueControlAdmin(OverviewAdmin):
-    """Read-only overview with pause/resume buttons (``pause_queue`` permission)."""
+    """Read-only overview with pause/resume buttons (``pause_queue`` permission)
+    and a link to each queue's limits (``limit_queue`` permission)."""
 
     overview_title = "Queues"
     overview_template = "dispatch_jobs/admin/queues.html"
@@ -199,11 +210,15 @@ class QueueControlAdmin(OverviewAdmin):
     def has_pause_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("dispatch_jobs.pause_queue")
 
+    def has_limit_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(LIMIT_PERMISSION)
+
     def get_urls(self) -> list[Any]:
         wrap = self.admin_site.admin_view
         return [
             path("pause/", wrap(guarded(self.pause_view)), name="dispatch_jobs_queue_pause"),
             path("resume/", wrap(guarded(self.resume_view)), name="dispatch_jobs_queue_resume"),
+            path("limits/", wrap(guarded(self.limits_view)), name="dispatch_jobs_queue_limits"),
             *super().get_urls(),
         ]
 
@@ -219,7 +234,11 @@ class QueueControlAdmin(OverviewAdmin):
             "rows": rows,
             "threshold": f"{threshold:,}+",
             "can_pause": self.has_pause_permission(request),
+            "can_limit": self.has_limit_permission(request),
         }
+
+    def limits_view(self, request: HttpRequest) -> HttpResponse:
+        return limits_view(self, request)
 
     def pause_view(self, request: HttpRequest) -> HttpResponse:
         return self._switch(request, paused=True)

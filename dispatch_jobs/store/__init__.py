@@ -52,7 +52,17 @@ from .operations import (
     run_jobs_now,
 )
 from .options import ClaimOptions, ListOptions, Page
-from .queues import pause_queue, paused_queues, resume_queue
+from .queues import (
+    forget_limited_queues,
+    limited_queues,
+    pause_queue,
+    paused_queues,
+    queue_limits,
+    resume_queue,
+    revert_queue_limits,
+    set_queue_limits,
+    sync_queue_limits,
+)
 from .rollup import MARK as ROLLUP_MARK
 from .rollup import roll_up_finished_jobs, rollup_watermark
 from .rows import NEW_ROW, EncodedJSON, NewJobs
@@ -130,6 +140,12 @@ __all__ = [
     "notify_enabled",
     "notify_queues",
     "pause_queue",
+    "forget_limited_queues",
+    "limited_queues",
+    "queue_limits",
+    "revert_queue_limits",
+    "set_queue_limits",
+    "sync_queue_limits",
     "paused_queues",
     "payload_size",
     "purge_finished_jobs",

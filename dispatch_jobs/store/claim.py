@@ -5,17 +5,21 @@ and, when asked, grants the lease in the very same transaction. The fit test is
 part of the SELECT, so a job that does not fit is never written and never
 consumes a slot of the limit. What is ready, what fits and what a claim writes
 are ``store.selection``; how each database selects and locks is its engine's
-``claim``.
+``claim``. Queues with concurrency or rate limits are claimed from under their
+control row's lock, before the others (``store.limited_claim``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from ..exceptions import LeaseWithoutWorker
 from ..models import Job
 from . import db
+from .limited_claim import claim_limited
 from .options import ClaimOptions
+from .queues import limited_queues
 from .selection import eligible
 
 
@@ -30,10 +34,29 @@ def claim_jobs(opts: ClaimOptions) -> list[Job]:
         return []
     if opts.grants() and not opts.worker_id:
         raise LeaseWithoutWorker()
-    jobs = db.engine().claim(opts)
+    jobs = _claim(opts)
     preferred = set(opts.preferred_hashes())
     jobs.sort(key=lambda j: (-j.priority, j.primary_input_hash not in preferred, j.run_at, j.id))
     return jobs
+
+
+def _claim(opts: ClaimOptions) -> list[Job]:
+    """Queues with limits first, each under its lock (``limited_claim``), then
+    the rest in one statement, which skips them. Unlimited queues pay one look
+    at a per-process list (``limited_queues``), refreshed once a second."""
+    limited = limited_queues()
+    if opts.every_queue:
+        mine = limited
+    elif limited:
+        mine = limited.intersection(opts.queues)
+    else:
+        mine = frozenset()
+    if not mine:
+        return db.engine().claim(opts)
+    jobs = claim_limited(opts, mine)
+    if len(jobs) >= opts.limit or (not opts.every_queue and mine.issuperset(opts.queues)):
+        return jobs
+    return jobs + db.engine().claim(dataclasses.replace(opts, limit=opts.limit - len(jobs)))
 
 
 def suspects_waiting(queues: Sequence[str], every_queue: bool = False) -> bool:
@@ -42,5 +65,9 @@ def suspects_waiting(queues: Sequence[str], every_queue: bool = False) -> bool:
     ``dj_job_suspect`` index: cheap at any size."""
     if not queues and not every_queue:
         return False
-    opts = ClaimOptions(queues=list(queues), every_queue=every_queue, limit=1, suspects="only")
+    # limits_held: a look, not a claim; a suspect of a queue with limits is
+    # then claimed under that queue's lock like any of its jobs.
+    opts = ClaimOptions(
+        queues=list(queues), every_queue=every_queue, limit=1, suspects="only", limits_held=True
+    )
     return eligible(opts).exists()

@@ -47,6 +47,11 @@ class ClaimOptions:
     alone:         the claimed jobs will run with nothing beside them: they are
                    marked ``Quarantine.ALONE``, so a lapse of their lease counts
                    towards failing them as poison.
+    limits_held:   internal to ``store.limited_claim``: the caller holds the
+                   queues' control row lock and capped ``limit`` by their limits,
+                   so queues with limits are not skipped (they are otherwise).
+    exclude_orgs:  internal to ``store.limited_claim``: scope orgs at their
+                   per-org limit, whose jobs are left alone.
     """
 
     queues: Sequence[str]
@@ -60,6 +65,8 @@ class ClaimOptions:
     lease_ttl: timedelta | None = None
     suspects: Literal["include", "exclude", "only"] = "include"
     alone: bool = False
+    limits_held: bool = False
+    exclude_orgs: Sequence[str] = ()
 
     def is_unbounded(self) -> bool:
         """True when the caller does not use the resource model at all. Tests key

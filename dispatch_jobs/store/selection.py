@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.db.models import Case, F, IntegerField, Q, QuerySet, Value, When
 from django.db.models.functions import Now, Replace
 
-from ..models import Job, JobState, Quarantine, QueueControl
+from ..models import LIMITED, Job, JobState, Quarantine, QueueControl
 from ..resources import CUSTOM_KEY_SEPARATOR as SEP
 from ..resources import STANDARD_KEYS
 from . import db
@@ -15,14 +15,22 @@ from .options import ClaimOptions
 
 
 def eligible(opts: ClaimOptions) -> QuerySet[Job]:
-    """Ready jobs in the requested queues that fit, in claim order."""
-    paused = QueueControl.objects.using(db.alias()).filter(paused=True).values("name")
+    """Ready jobs in the requested queues that fit, in claim order.
+
+    Paused queues are skipped, and so are queues with limits unless the caller
+    holds their lock (``store.limited_claim``): read in this very statement, so
+    a limit set a moment ago already keeps the unlimited claim out of its queue.
+    """
+    skipped = Q(paused=True) if opts.limits_held else Q(paused=True) | LIMITED
+    controls = QueueControl.objects.using(db.alias()).filter(skipped).values("name")
     qs = (
         Job.objects.using(db.alias())
         .filter(state__in=[JobState.PENDING, JobState.RETRYING])
         .filter(run_at__lte=Now())
-        .exclude(queue__in=paused)
+        .exclude(queue__in=controls)
     )
+    if opts.exclude_orgs:
+        qs = qs.exclude(scope_org_id__in=list(opts.exclude_orgs))
     if not opts.every_queue:
         qs = qs.filter(queue__in=list(opts.queues))
     if opts.reserved_for is not None:

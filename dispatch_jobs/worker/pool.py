@@ -27,6 +27,7 @@ from django.db import connections
 from .. import scheduler, store
 from ..exceptions import GaveUp
 from ..models import Job, JobState
+from ..queue_limits import settings_queue_limits
 from . import metrics as worker_metrics
 from .completer import Completer
 from .config import WorkerConfig
@@ -95,6 +96,7 @@ class Pool:
         logger.info(banner(self.config))
         self.registry.register()
         self._sync_schedules()
+        self._sync_queue_limits()
         self.executors.start()
         self.completer.start()
         self.heartbeat.start()
@@ -127,6 +129,18 @@ class Pool:
                 len(report.created),
                 len(report.updated),
             )
+
+    def _sync_queue_limits(self) -> None:
+        """Write the settings' QUEUE_LIMITS onto the queues at start (limits set in
+        the admin win). A failure is logged, not fatal: the stored limits hold."""
+        try:
+            changed = store.sync_queue_limits(settings_queue_limits())
+        except Exception:  # noqa: BLE001 - jobs must still run
+            logger.exception("Syncing the QUEUE_LIMITS setting failed.")
+            reset_connection()
+            return
+        if changed:
+            logger.info("Queue limits synced from settings: %s.", ", ".join(changed))
 
     def _fetch_loop(self) -> None:
         while not self.shutdown.draining.is_set():

@@ -59,6 +59,8 @@ class ReturningClaims:
             opts.lease_ttl,
             opts.suspects,
             opts.alone,
+            opts.limits_held,
+            tuple(opts.exclude_orgs),
         )
         found = self.statements.get(key)
         if found is None:
