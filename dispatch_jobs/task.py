@@ -26,12 +26,12 @@ from django.db import transaction
 
 from . import compat, limits, names
 from . import inputs as input_specs
+from . import task_options as options
 from .conf import settings
-from .exceptions import DispatchJobsError, InvalidDuration, InvalidResources
-from .limits import short_repr
-from .resources import ResourceSet, check_custom_key_count, default_limits, parse_resources
-from .scope import Scope, as_scope
-from .storable import check_storable_text
+from .exceptions import DispatchJobsError
+from .resources import ResourceSet, default_limits
+from .scope import Scope
+from .task_options import CanonicalResources
 
 EXECUTION_IN_PROCESS = "in-process"
 # The isolation levels some worker can provide. A declared policy is a minimum, so
@@ -52,15 +52,6 @@ PER_ENQUEUE_OPTIONS = (
     "scope",
     "inputs",
 )
-
-
-class CanonicalResources(dict[str, int]):
-    """A resource set already parsed into canonical units.
-
-    ``dataclasses.replace`` (behind ``using()``) passes every field back through
-    ``__init__``; the marker stops already-canonical quantities being parsed a second
-    time (``2000`` millicores read as 2000 cpus).
-    """
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,12 +131,14 @@ class DispatchTask(_TaskOptions):
             # ``name`` is Django's read-only property (the function's name); the
             # stable alias is stored as ``alias``.
             if kwargs.get("alias"):
-                raise compat.InvalidTask(f"Task {_describe(func)}: give name= or alias=, not both.")
+                raise compat.InvalidTask(
+                    f"Task {options.describe(func)}: give name= or alias=, not both."
+                )
             kwargs["alias"] = kwargs.pop("name")
         unknown = sorted(set(kwargs) - _FIELDS)
         if unknown:
             raise compat.InvalidTask(
-                f"Task {_describe(func)}: unknown option {', '.join(map(repr, unknown))}. "
+                f"Task {options.describe(func)}: unknown option {', '.join(map(repr, unknown))}. "
                 f"Known options: {', '.join(_DEFINITION_OPTIONS)}."
             )
         super().__init__(**kwargs)
@@ -196,12 +189,12 @@ class DispatchTask(_TaskOptions):
             if value is not None:
                 changes[key] = value
         if resources is not None:
-            parsed = _parse(self.func, "resources", resources)
+            parsed = options.resources_option(self.func, "resources", resources)
             changes["resource_overrides"] = CanonicalResources(
                 {**self.resource_overrides, **parsed}
             )
         if scope is not None:
-            changes["scope"] = _to_scope(self.func, scope)
+            changes["scope"] = options.to_scope(self.func, scope)
         if inputs is not None:
             changes["input_bindings"] = inputs
         return dataclasses.replace(self, **changes)
@@ -224,13 +217,15 @@ class DispatchTask(_TaskOptions):
                 raise compat.InvalidTask(
                     f"Task {self.module_path}: resource_func raised {type(exc).__name__}: {exc}"
                 ) from exc
-            for key, amount in _parse(self.func, "resource_func result", computed).items():
+            for key, amount in options.resources_option(
+                self.func, "resource_func result", computed
+            ).items():
                 requests[key] = max(requests.get(key, 0), amount)
         for key, amount in (estimated or {}).items():
             requests[key] = max(requests.get(key, 0), amount)
         requests.update(self.resource_overrides)
         if self.resource_func is not None:
-            _check_custom_keys(self.func, "resources", requests)
+            options.custom_keys(self.func, "resources", requests)
         limits = default_limits(requests, self.resource_limits)
         for key, limit in limits.items():
             if key in requests and requests[key] > limit:
@@ -302,7 +297,7 @@ def task(
         task_class = compat.task_backends[backend].task_class
         if options and not issubclass(task_class, DispatchTask):
             raise compat.InvalidTask(
-                f"Task {_describe(func)}: backend {backend!r} does not run dispatch_jobs "
+                f"Task {options.describe(func)}: backend {backend!r} does not run dispatch_jobs "
                 f"tasks, so options {', '.join(sorted(options))} cannot apply."
             )
         return task_class(
@@ -328,142 +323,54 @@ def _reconstruct(cls: type[DispatchTask], values: dict[str, Any]) -> DispatchTas
     return cls(**values)
 
 
-def _describe(func: object) -> str:
-    module = getattr(func, "__module__", None)
-    qualname = getattr(func, "__qualname__", None)
-    return f"{module}.{qualname}" if module and qualname else repr(func)
-
-
 def _normalise(t: _TaskOptions) -> None:
     """Check every option and store it in its canonical form. Runs for every
     instance, including the copies ``using()`` makes, so it must be idempotent."""
-    where = f"Task {_describe(t.func)}"
-    _set(t, "max_retries", _retries(where, t.max_retries))
-    _set(t, "timeout", _duration(where, "timeout", t.timeout))
-    _set(t, "lease_ttl", _duration(where, "lease_ttl", t.lease_ttl))
-    _set(t, "retry_backoff_base", _duration(where, "retry_backoff_base", t.retry_backoff_base))
-    _set(t, "retry_backoff_cap", _duration(where, "retry_backoff_cap", t.retry_backoff_cap))
+    where = f"Task {options.describe(t.func)}"
+    options.set_option(t, "max_retries", options.retries(where, t.max_retries))
+    options.set_option(t, "timeout", options.duration(where, "timeout", t.timeout))
+    options.set_option(t, "lease_ttl", options.duration(where, "lease_ttl", t.lease_ttl))
+    options.set_option(
+        t, "retry_backoff_base", options.duration(where, "retry_backoff_base", t.retry_backoff_base)
+    )
+    options.set_option(
+        t, "retry_backoff_cap", options.duration(where, "retry_backoff_cap", t.retry_backoff_cap)
+    )
     base, cap = t.retry_backoff_base, t.retry_backoff_cap
     if base is not None and cap is not None and cap < base:
         raise compat.InvalidTask(
             f"{where}: retry_backoff_cap ({cap}) is shorter than retry_backoff_base ({base})."
         )
-    _set(t, "resources", _parse(t.func, "resources", t.resources))
-    _set(t, "resource_limits", _parse(t.func, "resource_limits", t.resource_limits))
-    _set(t, "resource_overrides", _parse(t.func, "resources", t.resource_overrides))
+    options.set_option(t, "resources", options.resources_option(t.func, "resources", t.resources))
+    options.set_option(
+        t, "resource_limits", options.resources_option(t.func, "resource_limits", t.resource_limits)
+    )
+    options.set_option(
+        t, "resource_overrides", options.resources_option(t.func, "resources", t.resource_overrides)
+    )
     # Overrides replace the declared floor key by key: the union is what resolves
     # (a resource_func may add keys: those are counted again at enqueue).
-    _check_custom_keys(t.func, "resources", {**t.resources, **t.resource_overrides})
+    options.custom_keys(t.func, "resources", {**t.resources, **t.resource_overrides})
     if t.resource_func is not None and not callable(t.resource_func):
         raise compat.InvalidTask(
             f"{where}: resource_func must be callable, got {t.resource_func!r}."
         )
-    _text(where, "resource_class", t.resource_class, RESOURCE_CLASS_MAX, empty_ok=True)
-    _text(where, "execution", t.execution, EXECUTION_MAX, empty_ok=False)
+    options.text(where, "resource_class", t.resource_class, RESOURCE_CLASS_MAX, empty_ok=True)
+    options.text(where, "execution", t.execution, EXECUTION_MAX, empty_ok=False)
     if t.execution not in EXECUTION_POLICIES:
         raise compat.InvalidTask(
             f"{where}: execution {t.execution!r} is not available; no worker provides it "
             f"(available: {', '.join(EXECUTION_POLICIES)})."
         )
-    _text(where, "alias (name=)", t.alias, ALIAS_MAX, empty_ok=True)
-    _set(t, "permanent_exceptions", _exception_classes(where, t.permanent_exceptions))
+    options.text(where, "alias (name=)", t.alias, ALIAS_MAX, empty_ok=True)
+    options.set_option(
+        t, "permanent_exceptions", options.exception_classes(where, t.permanent_exceptions)
+    )
     if t.scope is not None and not isinstance(t.scope, Scope):
-        _set(t, "scope", _to_scope(t.func, t.scope))
-    _set(t, "inputs", input_specs.check_declared(where, t.inputs))
-    _set(t, "input_bindings", input_specs.check_bindings(where, t.inputs, t.input_bindings))
+        options.set_option(t, "scope", options.to_scope(t.func, t.scope))
+    options.set_option(t, "inputs", input_specs.check_declared(where, t.inputs))
+    options.set_option(
+        t, "input_bindings", input_specs.check_bindings(where, t.inputs, t.input_bindings)
+    )
     if t.estimate is not None and not isinstance(t.estimate, bool):
         raise compat.InvalidTask(f"{where}: estimate must be True, False or None.")
-
-
-def _set(t: _TaskOptions, name: str, value: object) -> None:
-    # The dataclass is frozen; normalising in __post_init__ is the one sanctioned write.
-    object.__setattr__(t, name, value)
-
-
-def _retries(where: str, value: object) -> int:
-    top = limits.MAX_RETRIES_MAX
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
-        raise compat.InvalidTask(
-            f"{where}: max_retries must be an integer from 0 to {top}, got {short_repr(value)}."
-        )
-    return value
-
-
-def _duration(where: str, option: str, value: object) -> timedelta | None:
-    """A positive duration within the option's bounds (``limits.duration_bounds``),
-    from a ``timedelta`` or a number of seconds."""
-    if value is None:
-        return None
-    low, high = limits.duration_bounds(option)
-    try:
-        return limits.to_duration(value, option, low=low, high=high, numbers=True)
-    except InvalidDuration as exc:
-        raise compat.InvalidTask(f"{where}: {exc}") from exc
-
-
-def _text(where: str, option: str, value: object, limit: int, *, empty_ok: bool) -> None:
-    if not isinstance(value, str) or len(value) > limit or (not value and not empty_ok):
-        raise compat.InvalidTask(
-            f"{where}: {option} must be a{'' if empty_ok else ' non-empty'} string of at "
-            f"most {limit} characters, got {short_repr(value)}."
-        )
-    problem = check_storable_text(value)
-    if problem:
-        raise compat.InvalidTask(f"{where}: {option} {short_repr(value)} {problem}.")
-
-
-def _exception_classes(where: str, value: object) -> tuple[type[BaseException] | str, ...]:
-    """Exception classes, or their dotted paths (resolved by the worker, so a task
-    module need not import an exception it only names)."""
-    items = (value,) if isinstance(value, type | str) else value
-    if not isinstance(items, Iterable):
-        raise compat.InvalidTask(
-            f"{where}: permanent_exceptions must be exception classes, got {value!r}."
-        )
-    classes = tuple(items)
-    for item in classes:
-        if isinstance(item, str) and "." in item:
-            continue
-        if not (isinstance(item, type) and issubclass(item, BaseException)):
-            raise compat.InvalidTask(
-                f"{where}: permanent_exceptions must be exception classes or their "
-                f"dotted paths, got {item!r}."
-            )
-    return classes
-
-
-def _parse(func: object, option: str, values: object) -> CanonicalResources:
-    if isinstance(values, CanonicalResources):
-        return values
-    if values is None:
-        return CanonicalResources()
-    try:
-        return CanonicalResources(parse_resources(values))  # type: ignore[arg-type]
-    except InvalidResources as exc:
-        raise compat.InvalidTask(f"Task {_describe(func)}: {option}: {exc}") from exc
-
-
-def _check_custom_keys(func: object, option: str, resources: Mapping[str, int]) -> None:
-    try:
-        check_custom_key_count(resources)
-    except InvalidResources as exc:
-        raise compat.InvalidTask(f"Task {_describe(func)}: {option}: {exc}") from exc
-
-
-def _to_scope(func: object, value: object) -> Scope:
-    try:
-        scope = as_scope(value)
-    except ValueError as exc:
-        raise compat.InvalidTask(f"Task {_describe(func)}: {exc}") from exc
-    for label, text in (("app_id", scope.app_id), ("org_id", scope.org_id)):
-        if len(text) > limits.SCOPE_MAX:
-            raise compat.InvalidTask(
-                f"Task {_describe(func)}: scope {label} is longer than {limits.SCOPE_MAX} "
-                f"characters: {text[:20]!r}..."
-            )
-        problem = check_storable_text(text)
-        if problem:
-            raise compat.InvalidTask(
-                f"Task {_describe(func)}: scope {label} {short_repr(text)} {problem}."
-            )
-    return scope
