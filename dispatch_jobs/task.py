@@ -24,7 +24,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import transaction
 
-from . import compat, limits, names
+from . import compat, limits, names, rungs
 from .conf import settings
 from .exceptions import DispatchJobsError, InvalidDuration, InvalidResources
 from .limits import short_repr
@@ -32,10 +32,11 @@ from .resources import ResourceSet, check_custom_key_count, default_limits, pars
 from .scope import Scope, as_scope
 from .storable import check_storable_text
 
-EXECUTION_IN_PROCESS = "in-process"
-# The isolation levels some worker can provide. A declared policy is a minimum, so
-# one no worker implements is refused at definition rather than run with less.
-EXECUTION_POLICIES = (EXECUTION_IN_PROCESS,)
+EXECUTION_IN_PROCESS = rungs.IN_PROCESS
+# The isolation levels some worker can provide (``rungs``). A declared policy is a
+# minimum, so one no worker implements is refused at definition rather than run
+# with less.
+EXECUTION_POLICIES = rungs.RUNGS
 ALIAS_MAX = limits.NAME_MAX
 EXECUTION_MAX = limits.EXECUTION_MAX
 RESOURCE_CLASS_MAX = limits.RESOURCE_CLASS_MAX
@@ -49,6 +50,7 @@ PER_ENQUEUE_OPTIONS = (
     "resources",
     "lease_ttl",
     "scope",
+    "execution",
 )
 
 
@@ -118,7 +120,8 @@ class DispatchTask(_TaskOptions):
     ``max_retries`` (default ``DEFAULT_MAX_RETRIES``, 3), ``timeout`` (default
     ``DEFAULT_TIMEOUT``, 5 minutes; a ``timedelta`` or seconds), ``lease_ttl``,
     ``resources`` and ``resource_limits`` (``{"cpu": "500m", "memory": "2Gi"}``),
-    ``resource_func``, ``resource_class``, ``execution`` (``"in-process"``),
+    ``resource_func``, ``resource_class``, ``execution`` (``"in-process"``, the
+    default, or ``"subprocess"``: the least isolation the handler needs; see ``rungs``),
     ``name``/``alias`` (a stable name stored on job rows), ``retry_backoff_base``,
     ``retry_backoff_cap`` and ``permanent_exceptions``.
     """
@@ -163,11 +166,13 @@ class DispatchTask(_TaskOptions):
         resources: Mapping[str, object] | None = None,
         lease_ttl: timedelta | float | None = None,
         scope: Scope | tuple[str, str] | Mapping[str, str] | None = None,
+        execution: str | None = None,
         **unknown: Any,
     ) -> DispatchTask:
         """A copy with per-enqueue overrides: Django's four, plus ``resources``
         (replaces the resolved requirement key by key), ``lease_ttl`` and ``scope``
-        (a ``Scope``, ``(app_id, org_id)`` or ``{"app_id": ..., "org_id": ...}``)."""
+        (a ``Scope``, ``(app_id, org_id)`` or ``{"app_id": ..., "org_id": ...}``) and
+        ``execution`` (the least isolation this call needs: ``"subprocess"``)."""
         if unknown:
             raise compat.InvalidTask(
                 f"Task {self.module_path}: unknown option "
@@ -181,6 +186,7 @@ class DispatchTask(_TaskOptions):
             ("run_after", run_after),
             ("backend", backend),
             ("lease_ttl", lease_ttl),
+            ("execution", execution),
         ):
             if value is not None:
                 changes[key] = value
@@ -343,7 +349,7 @@ def _normalise(t: _TaskOptions) -> None:
     _text(where, "execution", t.execution, EXECUTION_MAX, empty_ok=False)
     if t.execution not in EXECUTION_POLICIES:
         raise compat.InvalidTask(
-            f"{where}: execution {t.execution!r} is not available; no worker provides it "
+            f"{where}: execution {t.execution!r} is not a rung any worker provides "
             f"(available: {', '.join(EXECUTION_POLICIES)})."
         )
     _text(where, "alias (name=)", t.alias, ALIAS_MAX, empty_ok=True)

@@ -36,11 +36,20 @@ def claim_jobs(opts: ClaimOptions) -> list[Job]:
     return jobs
 
 
-def suspects_waiting(queues: Sequence[str], every_queue: bool = False) -> bool:
+def suspects_waiting(
+    queues: Sequence[str], every_queue: bool = False, executions: Sequence[str] | None = None
+) -> bool:
     """Whether a suspect (``Quarantine.SUSPECT``: a job to run alone) is ready in
-    ``queues`` (in any queue with ``every_queue``). Served by the small
+    ``queues`` (in any queue with ``every_queue``), of a rung in ``executions``
+    (any rung: None). Served by the small
     ``dj_job_suspect`` index: cheap at any size."""
     if not queues and not every_queue:
         return False
-    opts = ClaimOptions(queues=list(queues), every_queue=every_queue, limit=1, suspects="only")
+    opts = ClaimOptions(
+        queues=list(queues),
+        every_queue=every_queue,
+        limit=1,
+        suspects="only",
+        executions=executions,
+    )
     return eligible(opts).exists()

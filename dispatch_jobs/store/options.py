@@ -47,6 +47,9 @@ class ClaimOptions:
     alone:         the claimed jobs will run with nothing beside them: they are
                    marked ``Quarantine.ALONE``, so a lapse of their lease counts
                    towards failing them as poison.
+    executions:    the execution rungs (``Job.execution``) the claimer provides
+                   (``rungs.provided_by``): a job needing a more isolated rung is
+                   left for a worker that has it. ``None`` claims any rung.
     """
 
     queues: Sequence[str]
@@ -60,6 +63,7 @@ class ClaimOptions:
     lease_ttl: timedelta | None = None
     suspects: Literal["include", "exclude", "only"] = "include"
     alone: bool = False
+    executions: Sequence[str] | None = None
 
     def is_unbounded(self) -> bool:
         """True when the caller does not use the resource model at all. Tests key

@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Literal
 
-from .. import store
+from .. import rungs, store
 from ..models import Job
 from .config import WorkerConfig
 from .health import ClaimHealth
@@ -61,6 +61,10 @@ class Fetcher:
         slot runs every job alone anyway, suspects included."""
         if limit <= 0:
             return []
+        if self.contained:
+            # A child that dies fails its own job and nothing else here: suspects
+            # need no lone run, and this worker's slots stay full.
+            return self._claim(1 if self.config.budget else limit, suspects="include", alone=False)
         if self.single_slot:
             return self._claim(1, suspects="include", alone=True)
         if self.alone is not None:
@@ -84,6 +88,11 @@ class Fetcher:
         return jobs
 
     @property
+    def contained(self) -> bool:
+        """Every handler runs in a child process (the subprocess rung)."""
+        return self.config.execution == rungs.SUBPROCESS
+
+    @property
     def single_slot(self) -> bool:
         """One thread and nothing prefetched: whatever runs here runs alone."""
         return self.config.concurrency == 1 and (
@@ -97,7 +106,9 @@ class Fetcher:
             self.next_probe = now + self.probe_interval
             self.suspects = retry_transient(
                 lambda: store.suspects_waiting(
-                    list(self.config.queues), every_queue=self.config.served.every
+                    list(self.config.queues),
+                    every_queue=self.config.served.every,
+                    executions=self.config.executions,
                 ),
                 "looking for suspect jobs",
                 stop=self.stop,
@@ -127,6 +138,7 @@ class Fetcher:
             lease_ttl=self.config.lease_ttl,
             suspects=suspects,
             alone=alone,
+            executions=self.config.executions,
         )
 
         def claim() -> list[Job]:

@@ -59,6 +59,7 @@ class ReturningClaims:
             opts.lease_ttl,
             opts.suspects,
             opts.alone,
+            None if opts.executions is None else tuple(opts.executions),
         )
         found = self.statements.get(key)
         if found is None:
