@@ -36,6 +36,7 @@ from ..exceptions import (
 from ..limits import RETURN_VALUE_MAX_BYTES
 from ..models import Job
 from ..names import load_task
+from ..rungs import IN_PROCESS
 from ..scope import scope
 from ..storable import find_unstorable, storable_text
 from ..store import Settled, Spent
@@ -52,7 +53,7 @@ from .decode import problem_with
 from .outcomes import Kind, Outcome, Verdict, class_path, is_permanent, settle
 from .results import backend_class, has_effect, task_result
 
-EXECUTOR_NAME = "in-process"
+EXECUTOR_NAME = IN_PROCESS
 # The most a return value may take encoded (JSON), and how much of an error's
 # message and traceback is kept: an outcome must stay a row any database takes.
 MAX_RETURN_BYTES = RETURN_VALUE_MAX_BYTES

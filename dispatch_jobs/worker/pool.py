@@ -24,10 +24,11 @@ import time
 
 from django.db import connections
 
-from .. import scheduler, store
+from .. import rungs, scheduler, store
 from ..exceptions import GaveUp
 from ..models import Job, JobState
 from . import metrics as worker_metrics
+from .children import Children
 from .completer import Completer
 from .config import WorkerConfig
 from .context import HANDED_BACK
@@ -38,6 +39,7 @@ from .fetcher import Fetcher
 from .health import ClaimHealth
 from .heartbeat import Heartbeat
 from .inflight import Held, Inflight
+from .isolated import Supervisor
 from .maintenance import Maintenance
 from .pacing import Listener, Pacer
 from .registry import Registry
@@ -76,6 +78,14 @@ class Pool:
         self.maintenance = Maintenance(config, self.stop) if config.maintenance else None
         self.listener = Listener(config.queues, self.wake, self.stop)
         self.executors = Executors(config.concurrency, self._execute)
+        # The subprocess rung: every handler runs in a supervised child process.
+        self.children: Children | None = None
+        self.supervisor: Supervisor | None = None
+        if config.execution == rungs.SUBPROCESS:
+            self.children = Children(config.child_max_jobs, config.child_max_rss)
+            self.supervisor = Supervisor(
+                self.children, config.worker_id, config.child_kill_grace.total_seconds()
+            )
         self.dispatched = 0
         # Claim again when this few claimed jobs still wait for a thread (see
         # _wants_jobs). A budget claims one job at a time and prefetches none.
@@ -90,6 +100,8 @@ class Pool:
         logger.info(banner(self.config))
         self.registry.register()
         self._sync_schedules()
+        if self.children is not None:
+            self.children.prewarm(self.config.concurrency)
         self.executors.start()
         self.completer.start()
         self.heartbeat.start()
@@ -178,7 +190,12 @@ class Pool:
     # --- execute ---------------------------------------------------------------
 
     def _dispatch(self, job: Job) -> None:
-        held = Held(job=job, epoch=job.lease_epoch, ttl=lease_ttl_of(job, self.config.lease_ttl))
+        held = Held(
+            job=job,
+            epoch=job.lease_epoch,
+            ttl=lease_ttl_of(job, self.config.lease_ttl),
+            isolated=self.supervisor is not None,
+        )
         self.inflight.add(held)
         self.dispatched += 1
         self.stats.count("dispatched")
@@ -199,7 +216,10 @@ class Pool:
             self.metrics.started(held.job)
         attempt: Attempt | None = None
         try:
-            attempt = execute(held.job, self.config.worker_id, held.cancellation, held.deadline)
+            if self.supervisor is not None:
+                attempt = self.supervisor.run(held)
+            else:
+                attempt = execute(held.job, self.config.worker_id, held.cancellation, held.deadline)
         except BaseException:  # noqa: BLE001 - a bug here must not kill the worker
             logger.exception("Job %s: the executor failed; its lease will lapse.", held.job.pk)
         if attempt is not None and held.finish():
@@ -309,6 +329,8 @@ class Pool:
         self.stop.set()
         # Handlers still running here ignored the grace and their cancellation.
         self.executors.stop(1.0)
+        if self.children is not None:
+            self.children.close()
         self.heartbeat.join(self._write_budget(5.0))
         if self.maintenance:
             self.maintenance.join(self._write_budget(5.0))
