@@ -18,6 +18,7 @@ renewed by the heartbeat) until the outcome is safely stored or the job dropped.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -40,6 +41,7 @@ from .health import ClaimHealth
 from .heartbeat import Heartbeat
 from .inflight import Held, Inflight
 from .isolated import Supervisor
+from .ledger import Ledger
 from .maintenance import Maintenance
 from .pacing import Listener, Pacer
 from .registry import Registry
@@ -78,6 +80,7 @@ class Pool:
         self.maintenance = Maintenance(config, self.stop) if config.maintenance else None
         self.listener = Listener(config.queues, self.wake, self.stop)
         self.executors = Executors(config.concurrency, self._execute)
+        self.ledger = Ledger(config.budget)
         # The subprocess rung: every handler runs in a supervised child process.
         self.children: Children | None = None
         self.supervisor: Supervisor | None = None
@@ -199,7 +202,29 @@ class Pool:
         self.inflight.add(held)
         self.dispatched += 1
         self.stats.count("dispatched")
+        if not self.ledger.fits_at_all(held):
+            self._hand_back_unfit(held)
+            return
         self.executors.submit(held)
+
+    def _hand_back_unfit(self, held: Held) -> None:
+        """A job needing more of a custom key than this worker has at all (the
+        claim matches custom keys by presence only): back to pending, for a
+        worker that has enough."""
+        if not held.drop():
+            return
+        logger.warning(
+            "Job %s needs custom resources %s, more than this worker's budget: handing it back.",
+            held.job.pk,
+            held.job.resources,
+        )
+        with contextlib.suppress(GaveUp):  # else its lease lapses instead
+            retry_transient(
+                lambda: store.release_leases(self.config.worker_id, [(held.job.pk, held.epoch)]),
+                "handing back a job that does not fit",
+                stop=self.shutdown.draining,
+            )
+        self._forget(held)
 
     def _execute(self, held: Held) -> None:
         """Run one held job on an executor thread (its connection is the thread's)."""
@@ -210,6 +235,8 @@ class Pool:
             # Taking this job may have brought the waiting ones down to the mark
             # while a slot freed earlier went unannounced (see _wants_jobs).
             self.wake.set()
+        # Its custom-key units are free beside the jobs already running (see ledger).
+        self.ledger.admit(held)
         # The timeout counts from the start of the handler, not from the claim.
         held.deadline = deadline_for(held.job)
         if self.metrics is not None:
@@ -222,6 +249,7 @@ class Pool:
                 attempt = execute(held.job, self.config.worker_id, held.cancellation, held.deadline)
         except BaseException:  # noqa: BLE001 - a bug here must not kill the worker
             logger.exception("Job %s: the executor failed; its lease will lapse.", held.job.pk)
+        self.ledger.release(held)
         if attempt is not None and held.finish():
             self.completer.submit(attempt)
             if self._wants_jobs():

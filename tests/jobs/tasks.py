@@ -309,3 +309,15 @@ def child_noop() -> None:
 @_dj_task(execution="subprocess", max_retries=0)
 def child_raises() -> None:
     raise _Permanent("refused in a child")
+
+
+# --- The capacity ledger (tests/worker/test_ledger.py).
+
+
+@_task(takes_context=True)
+def ledger_hold(context, directory: str, seconds: float) -> None:
+    """Runs ``seconds`` and records ``id start end`` (the system-wide monotonic
+    clock), so the test can sum what ran at once."""
+    start = _time.monotonic()
+    _time.sleep(seconds)
+    _touch(directory, "spans", f"{context.job_id} {start} {_time.monotonic()}")
