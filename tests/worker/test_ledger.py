@@ -44,13 +44,13 @@ def test_mixed_sizes_never_overcommit_the_budget(workers, tmp_path: Path) -> Non
         for _ in range(4)
         for size in SIZES
     ]
-    too_big = enqueue(
-        tasks.ledger_hold, str(tmp_path), 0.0, resources=parse_resources({"fpga": 5})
-    )
+    too_big = enqueue(tasks.ledger_hold, str(tmp_path), 0.0, resources=parse_resources({"fpga": 5}))
     workers("--budget", BUDGET, "--concurrency", "8", *FAST)
     wait_until(
-        lambda: Job.objects.filter(pk__in=[j.pk for j in jobs], state=JobState.COMPLETED).count()
-        == len(jobs),
+        lambda: (
+            Job.objects.filter(pk__in=[j.pk for j in jobs], state=JobState.COMPLETED).count()
+            == len(jobs)
+        ),
         what="every job completed",
     )
     ran = spans(tmp_path)
@@ -58,7 +58,7 @@ def test_mixed_sizes_never_overcommit_the_budget(workers, tmp_path: Path) -> Non
     needs = {j.pk: j.resources for j in jobs}
     capacity = parse_resources({"cpu": 2, "memory": "1Gi", "fpga": 3})
     overlapped = 0
-    for job_id, (start, _) in ran.items():
+    for start, _ in ran.values():
         # Everything running at the instant this job started, itself included.
         running = [other for other, (s, e) in ran.items() if s <= start < e]
         overlapped = max(overlapped, len(running))
@@ -66,6 +66,6 @@ def test_mixed_sizes_never_overcommit_the_budget(workers, tmp_path: Path) -> Non
             held = sum(needs[other].get(key, 0) for other in running)
             assert held <= limit, (key, held, limit, running)
     assert overlapped > 1, "the worker ran jobs side by side"
+    # Handed back (an eviction, never a retry) each time this worker claimed it.
     row = Job.objects.get(pk=too_big.pk)
-    assert row.state in (JobState.PENDING, JobState.RETRYING) or row.evict_count >= 1
     assert row.evict_count >= 1 and row.retry_count == 0
