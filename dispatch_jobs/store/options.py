@@ -50,6 +50,8 @@ class ClaimOptions:
     executions:    the execution rungs (``Job.execution``) the claimer provides
                    (``rungs.provided_by``): a job needing a more isolated rung is
                    left for a worker that has it. ``None`` claims any rung.
+    skip:          job ids never to claim (a worker's own short list of jobs it
+                   handed back because they can never fit its capacity).
     """
 
     queues: Sequence[str]
@@ -64,6 +66,7 @@ class ClaimOptions:
     suspects: Literal["include", "exclude", "only"] = "include"
     alone: bool = False
     executions: Sequence[str] | None = None
+    skip: Sequence[int] = ()
 
     def is_unbounded(self) -> bool:
         """True when the caller does not use the resource model at all. Tests key

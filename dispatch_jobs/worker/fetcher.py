@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from typing import Literal
 
 from .. import rungs, store
@@ -25,6 +26,7 @@ class Fetcher:
         inflight: Inflight,
         stop: threading.Event,
         claims: ClaimHealth | None = None,
+        unfit: Sequence[int] = (),
     ) -> None:
         self.config = config
         self.inflight = inflight
@@ -34,6 +36,7 @@ class Fetcher:
         self.next_probe = 0.0  # monotonic time of the next probe (0: at once)
         self.probe_interval = config.heartbeat.total_seconds()
         self.claims = claims or ClaimHealth(config.heartbeat.total_seconds())
+        self.unfit = unfit  # jobs handed back as too big for this worker (ledger)
 
     def free_slots(self) -> int:
         """Slots for new claims: ``concurrency`` threads plus ``prefetch`` jobs
@@ -139,6 +142,7 @@ class Fetcher:
             suspects=suspects,
             alone=alone,
             executions=self.config.executions,
+            skip=tuple(self.unfit),
         )
 
         def claim() -> list[Job]:

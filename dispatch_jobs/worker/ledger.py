@@ -11,12 +11,14 @@ offered while at least one unit is free. Their quantity is enforced here, after
 the claim, as the seed asks: a claimed job starts only once the custom units it
 needs are free beside the jobs already admitted. Meanwhile it holds its units in
 the offer, so nothing else needing that key is claimed. A job needing more of a
-key than this worker has at all is handed back at once for a worker that has it.
+key than this worker has at all is handed back at once for a worker that has it,
+and this worker's claims skip it from then on (``unfit``).
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Mapping
 
 from ..resources import STANDARD_KEYS
@@ -25,6 +27,8 @@ from .inflight import Held
 
 # How often a job waiting for its custom units looks at its cancellation.
 WAIT_SECONDS = 0.1
+# How many handed-back job ids a worker's claims skip (the oldest are forgotten).
+UNFIT_REMEMBERED = 100
 
 
 def custom_needs(resources: object) -> dict[str, int]:
@@ -38,14 +42,19 @@ class Ledger:
         self.capacity = {k: v for k, v in capacity.items() if k not in STANDARD_KEYS}
         self._admitted: dict[Held, dict[str, int]] = {}
         self._changed = threading.Condition()
+        self.unfit: deque[int] = deque(maxlen=UNFIT_REMEMBERED)
 
     def fits_at_all(self, held: Held) -> bool:
         """Whether this worker could ever run the job (its custom needs within the
-        capacity); a worker without a budget runs anything."""
+        capacity); a worker without a budget runs anything. One that cannot is
+        remembered, so the next claims skip it."""
         if not self.capacity:
             return True
         need = custom_needs(held.job.resources)
-        return all(amount <= self.capacity.get(key, 0) for key, amount in need.items())
+        if all(amount <= self.capacity.get(key, 0) for key, amount in need.items()):
+            return True
+        self.unfit.append(held.job.pk)
+        return False
 
     def admit(self, held: Held) -> None:
         """Wait until the job's custom units are free beside the admitted jobs, then

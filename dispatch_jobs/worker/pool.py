@@ -72,7 +72,10 @@ class Pool:
         self.registry = Registry(config, self.claims)
         self.pacer = Pacer(config.poll_interval, config.max_poll_interval)
         # A claim stuck on an unreachable database gives up once a drain starts.
-        self.fetcher = Fetcher(config, self.inflight, self.shutdown.draining, self.claims)
+        self.ledger = Ledger(config.budget)
+        self.fetcher = Fetcher(
+            config, self.inflight, self.shutdown.draining, self.claims, self.ledger.unfit
+        )
         self.completer = Completer(config.worker_id, self._on_done, self.stop)
         self.heartbeat = Heartbeat(
             config, self.inflight, self.registry, self._on_abandoned, self._on_lost, self.stop
@@ -80,7 +83,6 @@ class Pool:
         self.maintenance = Maintenance(config, self.stop) if config.maintenance else None
         self.listener = Listener(config.queues, self.wake, self.stop)
         self.executors = Executors(config.concurrency, self._execute)
-        self.ledger = Ledger(config.budget)
         # The subprocess rung: every handler runs in a supervised child process.
         self.children: Children | None = None
         self.supervisor: Supervisor | None = None

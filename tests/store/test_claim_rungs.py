@@ -58,3 +58,10 @@ def test_suspects_waiting_respects_the_rung() -> None:
 def test_provided_by_orders_the_rungs() -> None:
     assert set(rungs.provided_by(rungs.IN_PROCESS)) == {"in-process", ""}
     assert set(rungs.provided_by(rungs.SUBPROCESS)) == {"in-process", "subprocess", ""}
+
+
+def test_skipped_ids_are_never_claimed() -> None:
+    skipped = JobFactory.create(priority=10)
+    other = JobFactory.create()
+    assert ids(claim(skip=[skipped.pk])) == [other.pk]
+    assert Job.objects.get(pk=skipped.pk).state == JobState.PENDING

@@ -60,6 +60,7 @@ class ReturningClaims:
             opts.suspects,
             opts.alone,
             None if opts.executions is None else tuple(opts.executions),
+            tuple(opts.skip),
         )
         found = self.statements.get(key)
         if found is None:
