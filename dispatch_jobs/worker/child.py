@@ -38,16 +38,19 @@ def main(argv: list[str]) -> int:
     """Serve jobs until the worker closes the pipe (Django is already set up)."""
     reader, writer = int(argv[1]), int(argv[2])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if len(argv) > 3 and argv[3]:
+        from .verbosity import configure_logging
+
+        configure_logging(int(argv[3]))  # the worker's own -v
     _watch_parent(os.getppid())
-    frames.send(writer, ("ready", os.getpid()))
-    while True:
-        try:
-            message = frames.receive(reader)
-        except EOFError:
-            return 0  # the worker closed the pipe: it is done with this child
-        kind, payload = message
-        if kind == "run":
-            frames.send(writer, ("done", _run(writer, payload)))
+    try:
+        frames.send(writer, ("ready", os.getpid()))
+        while True:
+            kind, payload = frames.receive(reader)
+            if kind == "run":
+                frames.send(writer, ("done", _run(writer, payload)))
+    except (EOFError, BrokenPipeError):
+        return 0  # the worker closed the pipe: it is done with this child
 
 
 @dataclass(frozen=True)

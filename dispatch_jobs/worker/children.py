@@ -81,7 +81,7 @@ class Child:
         env["PYTHONPATH"] = os.pathsep.join(path or os.getcwd() for path in sys.path)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _BOOT, str(to_child_r), str(from_child_w)],
+                [sys.executable, "-c", _BOOT, str(to_child_r), str(from_child_w), _verbosity()],
                 pass_fds=(to_child_r, from_child_w),
                 stdin=subprocess.DEVNULL,
                 env=env,
@@ -187,6 +187,12 @@ class Child:
             if fd >= 0:
                 os.close(fd)
                 setattr(self, name, -1)
+
+
+def _verbosity() -> str:
+    from . import verbosity
+
+    return "" if verbosity.configured is None else str(verbosity.configured)
 
 
 @dataclass(frozen=True)
