@@ -59,6 +59,11 @@ class Supervisor:
     def run(self, held: Held) -> Attempt:
         job = held.job
         started = _Started()
+        if held.cancellation.stop_requested:
+            # Cancelled by an operator before a thread took it: no child needed.
+            outcome = started.outcome(Kind.STOPPED, "JobCancelled", "cancelled before it started")
+            outcome.extra["by"] = held.cancellation.by
+            return self._attempt(held, outcome)
         try:
             child = self.children.checkout()
         except ChildUnavailable as exc:

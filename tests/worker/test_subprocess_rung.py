@@ -151,3 +151,15 @@ def test_an_in_process_worker_leaves_subprocess_jobs_and_says_its_rung(
     wait_until(lambda: finished(isolated), what="the subprocess job")
     assert Job.objects.get(pk=isolated.pk).state == JobState.COMPLETED
     assert "execution=subprocess (runs in-process and subprocess jobs)" in other.log()
+
+
+@pytest.mark.parametrize(("max_jobs", "pids"), [("", 1), ("1", 3)])
+def test_children_are_reused_until_their_quota(
+    workers: Workers, tmp_path: Path, max_jobs: str, pids: int
+) -> None:
+    jobs = [queued(tasks.child_work, str(tmp_path), f"r{i}", 1) for i in range(3)]
+    args = ["--execution", "subprocess", "--concurrency", "1", *FAST]
+    workers(*args, env={"DISPATCH_TEST_CHILD_MAX_JOBS": max_jobs})
+    wait_until(lambda: finished(*jobs), what="the jobs finished")
+    assert_completed_once(tmp_path, jobs)
+    assert len({Job.objects.get(pk=j.pk).return_value["pid"] for j in jobs}) == pids
