@@ -44,11 +44,13 @@ def main(argv: list[str]) -> int:
         configure_logging(int(argv[3]))  # the worker's own -v
     _watch_parent(os.getppid())
     try:
-        frames.send(writer, ("ready", os.getpid()))
+        # The CPU time spent so far: where the worker starts counting if it has to
+        # kill this child under a job (then only the kernel's totals are left).
+        frames.send(writer, ("ready", cpu_seconds()))
         while True:
             kind, payload = frames.receive(reader)
             if kind == "run":
-                frames.send(writer, ("done", _run(writer, payload)))
+                frames.send(writer, ("done", _run(payload)))
     except (EOFError, BrokenPipeError):
         return 0  # the worker closed the pipe: it is done with this child
 
@@ -72,10 +74,11 @@ class Done:
     outcome: Any
     verdict: Any
     rss: int
+    cpu_total: float  # this child's CPU time so far
     spent: bool = False
 
 
-def _run(writer: int, request: Request) -> Done:
+def _run(request: Request) -> Done:
     from django.db import connections
 
     from ..names import load_task
@@ -85,8 +88,6 @@ def _run(writer: int, request: Request) -> Done:
     from .outcomes import settle
 
     meter = Meter()
-    # The CPU time spent so far: what the worker subtracts if it has to kill us.
-    frames.send(writer, ("started", meter.cpu_before))
     job = request.job
     with memory_limit(request.memory_limit):
         attempt = execute(job, request.worker_id, Cancellation(), deadline_for(job))
@@ -108,7 +109,7 @@ def _run(writer: int, request: Request) -> Done:
         verdict = settle(job, outcome, request.worker_id, task)
     for connection in connections.all(initialized_only=True):
         connection.close_if_unusable_or_obsolete()
-    return Done(outcome, verdict, resident_bytes(), spent=out_of_memory)
+    return Done(outcome, verdict, resident_bytes(), cpu_seconds(), spent=out_of_memory)
 
 
 class memory_limit:

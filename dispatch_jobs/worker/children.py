@@ -97,6 +97,8 @@ class Child:
         self.pid = self.process.pid
         self.jobs = 0
         self.rss = 0
+        # Its CPU time when it last answered: what a kill's totals are counted from.
+        self.cpu = 0.0
         self.ready = False
         self.exit: Exit | None = None
 
@@ -116,6 +118,7 @@ class Child:
         if message is None:
             self.kill(0.0)
             raise ChildUnavailable(f"the child process took over {timeout:g}s to start")
+        self.cpu = message[1]
         self.ready = True
 
     def send(self, message: Any) -> None:

@@ -72,22 +72,18 @@ class Supervisor:
         try:
             child.send(("run", Request(job, self.worker_id, memory_limit_of(job))))
         except OSError:
-            return self._died(held, child, started, None)
+            return self._died(held, child, started, child.cpu)
         return self._watch(held, child, started)
 
     def _watch(self, held: Held, child: Child, started: _Started) -> Attempt:
-        cpu_before: float | None = None
+        cpu_before = child.cpu
         while True:
             try:
                 message = child.receive(self._wait(held))
             except EOFError:
                 return self._died(held, child, started, cpu_before)
             if message is not None:
-                kind, payload = message
-                if kind == "started":
-                    cpu_before = payload
-                    continue
-                return self._answered(held, child, payload)
+                return self._answered(held, child, message[1])
             reason = held.cancellation.reason if held.cancellation.is_set() else ""
             if reason and reason != TIMED_OUT:
                 return self._cancelled(held, child, started, cpu_before)
@@ -101,13 +97,11 @@ class Supervisor:
         return min(POLL_SECONDS, max(held.deadline - time.monotonic(), 0.0))
 
     def _answered(self, held: Held, child: Child, done: Done) -> Attempt:
-        child.rss = done.rss
+        child.rss, child.cpu = done.rss, done.cpu_total
         self.children.checkin(child, replace=done.spent)
         return Attempt(held.job, held.epoch, done.outcome, done.verdict)
 
-    def _died(
-        self, held: Held, child: Child, started: _Started, cpu_before: float | None
-    ) -> Attempt:
+    def _died(self, held: Held, child: Child, started: _Started, cpu_before: float) -> Attempt:
         ended = child.reap()
         self.children.discard(child)
         how = ended.describe()
@@ -119,9 +113,7 @@ class Supervisor:
         outcome.extra["exit"] = how
         return self._attempt(held, outcome)
 
-    def _timed_out(
-        self, held: Held, child: Child, started: _Started, cpu_before: float | None
-    ) -> Attempt:
+    def _timed_out(self, held: Held, child: Child, started: _Started, cpu_before: float) -> Attempt:
         ended = self._kill(child)
         timeout = held.job.timeout.total_seconds() if held.job.timeout else 0
         message = f"ran past its timeout of {timeout:g}s: the child process was stopped ({ended})"
@@ -129,9 +121,7 @@ class Supervisor:
         outcome = started.outcome(Kind.TIMEOUT, "JobTimedOut", message, child.exit, cpu_before)
         return self._attempt(held, outcome)
 
-    def _cancelled(
-        self, held: Held, child: Child, started: _Started, cpu_before: float | None
-    ) -> Attempt:
+    def _cancelled(self, held: Held, child: Child, started: _Started, cpu_before: float) -> Attempt:
         cancellation = held.cancellation
         ended = self._kill(child)
         if cancellation.reason == STOP_REQUESTED:
@@ -175,7 +165,7 @@ class _Started:
         exception: str,
         message: str,
         ended: Exit | None = None,
-        cpu_before: float | None = None,
+        cpu_before: float = 0.0,
     ) -> Outcome:
         outcome = Outcome(
             kind=kind,
@@ -186,7 +176,7 @@ class _Started:
             message=message,
             executor=SUBPROCESS,
         )
-        if ended is not None and cpu_before is not None:
+        if ended is not None:
             # The child's whole life, minus what it had spent before this job; its
             # peak is the life's too (the best the kernel keeps after a death).
             outcome.cpu_time = max(ended.cpu_seconds - cpu_before, 0.0)

@@ -85,6 +85,10 @@ def test_a_crashing_handler_fails_its_job_alone(
     assert proc.alive(), "the worker survived its child"
     usage = Usage.objects.get(job_id=culprit.pk)
     assert usage.executor == "subprocess" and usage.status == JobState.FAILED
+    assert usage.peak_rss > 0  # the child's, from the kernel even when it was killed
+    if exception == "JobTimedOut":
+        # It spun for its whole second: counted from the killed child's rusage.
+        assert usage.cpu_time is not None and usage.cpu_time.total_seconds() > 0.1
 
 
 def test_attempts_are_measured_in_the_child(workers: Workers, tmp_path: Path) -> None:
