@@ -82,6 +82,10 @@ class Supervisor:
                 message = child.receive(self._wait(held))
             except EOFError:
                 return self._died(held, child, started, cpu_before)
+            except Exception as exc:  # noqa: BLE001 - an unreadable answer is this job's
+                logger.warning("Job %s: unreadable answer from its child: %r", held.job.pk, exc)
+                child.kill(self.kill_grace)
+                return self._died(held, child, started, cpu_before)
             if message is not None:
                 return self._answered(held, child, message[1])
             reason = held.cancellation.reason if held.cancellation.is_set() else ""
