@@ -31,7 +31,7 @@ from .child import Done, Request
 from .children import Child, Children, Exit
 from .context import STOP_REQUESTED, TIMED_OUT
 from .decode import quantities
-from .executor import Attempt
+from .executor import Attempt, deadline_for
 from .inflight import Held
 from .outcomes import Kind, Outcome, settle
 
@@ -69,6 +69,9 @@ class Supervisor:
         except ChildUnavailable as exc:
             outcome = started.outcome(Kind.ERROR, "ChildUnavailable", str(exc))
             return self._attempt(held, outcome)
+        # The timeout counts from the handler's start: not the wait for a child to
+        # set Django up (a new child may take seconds on a busy machine).
+        held.deadline = deadline_for(job)
         try:
             child.send(("run", Request(job, self.worker_id, memory_limit_of(job))))
         except OSError:
