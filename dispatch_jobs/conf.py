@@ -18,9 +18,10 @@ from typing import Any, overload
 
 from django.conf import settings as django_settings
 
-from . import limits
+from . import limits, rungs
 from .setting_kinds import (
     CallablePath,
+    Choice,
     Duration,
     Flag,
     Integer,
@@ -171,6 +172,39 @@ class Settings:
         "larger claims per statement, for throughput. Opt-in: a prefetched job waits for "
         "a thread, and shares its worker's fate (a crash evicts it too).",
         check="dispatch_jobs.E031",
+    )
+    worker_execution = Setting(
+        WORKER,
+        Choice(rungs.RUNGS),
+        rungs.IN_PROCESS,
+        "The rung a worker runs every job at: 'in-process' (threads) or 'subprocess' "
+        "(supervised child processes: hard timeouts and memory limits, crashes contained, "
+        "CPU, peak RSS and disk writes measured). It claims only jobs that need that rung "
+        "or less (docs/worker.md, 'Execution rungs').",
+        check="dispatch_jobs.E036",
+    )
+    child_max_jobs = Setting(
+        WORKER,
+        Integer(1),
+        1000,
+        "Subprocess rung: a child process is replaced after running this many jobs.",
+        check="dispatch_jobs.E031",
+    )
+    child_max_rss = Setting(
+        WORKER,
+        Integer(0),
+        1024**3,
+        "Subprocess rung: a child whose resident memory has grown past this many bytes is "
+        "replaced after its job (0: no ceiling).",
+        check="dispatch_jobs.E031",
+    )
+    child_kill_grace = Setting(
+        WORKER,
+        Duration(zero=True),
+        timedelta(seconds=2),
+        "Subprocess rung: how long a child killed with SIGTERM (its job timed out or was "
+        "cancelled) has to exit before SIGKILL.",
+        check="dispatch_jobs.E030",
     )
     poll_interval = Setting(
         WORKER,

@@ -194,6 +194,22 @@ class ArtifactCorrupt(StagingFailed):
     they are refused, and nothing is put in the cache."""
 
 
+# --- The subprocess rung (``worker.children``): recorded as the attempt's error.
+
+
+class ChildDied(DispatchJobsError):
+    """The child process running the job died (an exit, a signal, a segfault): a
+    failed attempt of that job alone; the message gives the exit status."""
+
+
+class JobOutOfMemory(DispatchJobsError, MemoryError):
+    """The handler needed more memory than the job's ``resource_limits`` allow."""
+
+
+class ChildUnavailable(DispatchJobsError):
+    """No child process could be started to run the job (the message says why)."""
+
+
 # --- The worker process.
 
 

@@ -243,6 +243,9 @@ class Worker(models.Model):
     queues = models.JSONField(default=list)
     concurrency = models.IntegerField()
     capacity = models.JSONField(default=dict, blank=True)
+    execution = models.CharField(
+        max_length=32, default="in-process", help_text="The rung every job runs at on this worker."
+    )
     state = models.CharField(max_length=16, choices=WorkerState.choices, default=WorkerState.ACTIVE)
     started_at = models.DateTimeField(db_default=Now())
     last_seen_at = models.DateTimeField(db_default=Now(), db_index=True)

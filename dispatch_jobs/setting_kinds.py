@@ -168,6 +168,20 @@ class Secret(Text):
         return self.message(f"DISPATCH_JOBS[{key!r}]", got)
 
 
+@dataclass(frozen=True)
+class Choice(Kind[str]):
+    """One of ``choices`` (strings)."""
+
+    choices: tuple[str, ...]
+
+    @property
+    def expected(self) -> str:
+        return "one of " + ", ".join(repr(choice) for choice in self.choices)
+
+    def accepts(self, value: object) -> bool:
+        return isinstance(value, str) and value in self.choices
+
+
 class QueueNames(Kind[list[str] | None]):
     """None, or a non-empty list of queue names (``limits.is_queue_name``)."""
 

@@ -24,7 +24,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import transaction
 
-from . import compat, limits, names
+from . import compat, limits, names, rungs
 from . import inputs as input_specs
 from . import task_options as options
 from .conf import settings
@@ -33,10 +33,11 @@ from .resources import ResourceSet, default_limits
 from .scope import Scope
 from .task_options import CanonicalResources
 
-EXECUTION_IN_PROCESS = "in-process"
-# The isolation levels some worker can provide. A declared policy is a minimum, so
-# one no worker implements is refused at definition rather than run with less.
-EXECUTION_POLICIES = (EXECUTION_IN_PROCESS,)
+EXECUTION_IN_PROCESS = rungs.IN_PROCESS
+# The isolation levels some worker can provide (``rungs``). A declared policy is a
+# minimum, so one no worker implements is refused at definition rather than run
+# with less.
+EXECUTION_POLICIES = rungs.RUNGS
 ALIAS_MAX = limits.NAME_MAX
 EXECUTION_MAX = limits.EXECUTION_MAX
 RESOURCE_CLASS_MAX = limits.RESOURCE_CLASS_MAX
@@ -51,6 +52,7 @@ PER_ENQUEUE_OPTIONS = (
     "lease_ttl",
     "scope",
     "inputs",
+    "execution",
 )
 
 
@@ -117,7 +119,8 @@ class DispatchTask(_TaskOptions):
     ``max_retries`` (default ``DEFAULT_MAX_RETRIES``, 3), ``timeout`` (default
     ``DEFAULT_TIMEOUT``, 5 minutes; a ``timedelta`` or seconds), ``lease_ttl``,
     ``resources`` and ``resource_limits`` (``{"cpu": "500m", "memory": "2Gi"}``),
-    ``resource_func``, ``resource_class``, ``execution`` (``"in-process"``),
+    ``resource_func``, ``resource_class``, ``execution`` (``"in-process"``, the
+    default, or ``"subprocess"``: the least isolation the handler needs; see ``rungs``),
     ``name``/``alias`` (a stable name stored on job rows), ``retry_backoff_base``,
     ``retry_backoff_cap``, ``permanent_exceptions``, ``inputs`` (a list of
     ``InputSpec``) and ``estimate``.
@@ -166,12 +169,14 @@ class DispatchTask(_TaskOptions):
         lease_ttl: timedelta | float | None = None,
         scope: Scope | tuple[str, str] | Mapping[str, str] | None = None,
         inputs: Mapping[str, Any] | None = None,
+        execution: str | None = None,
         **unknown: Any,
     ) -> DispatchTask:
         """A copy with per-enqueue overrides: Django's four, plus ``resources``
         (replaces the resolved requirement key by key), ``lease_ttl``, ``scope``
-        (a ``Scope``, ``(app_id, org_id)`` or ``{"app_id": ..., "org_id": ...}``)
-        and ``inputs`` (declared input names to ``Artifact`` rows or their ids)."""
+        (a ``Scope``, ``(app_id, org_id)`` or ``{"app_id": ..., "org_id": ...}``),
+        ``inputs`` (declared input names to ``Artifact`` rows or their ids) and
+        ``execution`` (the least isolation this call needs: ``"subprocess"``)."""
         if unknown:
             raise compat.InvalidTask(
                 f"Task {self.module_path}: unknown option "
@@ -185,6 +190,7 @@ class DispatchTask(_TaskOptions):
             ("run_after", run_after),
             ("backend", backend),
             ("lease_ttl", lease_ttl),
+            ("execution", execution),
         ):
             if value is not None:
                 changes[key] = value
@@ -359,7 +365,7 @@ def _normalise(t: _TaskOptions) -> None:
     options.text(where, "execution", t.execution, EXECUTION_MAX, empty_ok=False)
     if t.execution not in EXECUTION_POLICIES:
         raise compat.InvalidTask(
-            f"{where}: execution {t.execution!r} is not available; no worker provides it "
+            f"{where}: execution {t.execution!r} is not a rung any worker provides "
             f"(available: {', '.join(EXECUTION_POLICIES)})."
         )
     options.text(where, "alias (name=)", t.alias, ALIAS_MAX, empty_ok=True)

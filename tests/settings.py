@@ -62,6 +62,13 @@ if env.str("DISPATCH_TEST_LISTEN_URL", default=""):
     DATABASES["listen"]["TEST"] = {"MIRROR": "default"}
     DISPATCH_JOBS = {"LISTEN_DATABASE": "listen"}
 
+# tests/worker/test_subprocess_rung.py: a worker whose children run one job each.
+if env.str("DISPATCH_TEST_CHILD_MAX_JOBS", default=""):
+    DISPATCH_JOBS = {
+        **globals().get("DISPATCH_JOBS", {}),
+        "CHILD_MAX_JOBS": env.int("DISPATCH_TEST_CHILD_MAX_JOBS"),
+    }
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",

@@ -59,15 +59,23 @@ def _claim(opts: ClaimOptions) -> list[Job]:
     return jobs + db.engine().claim(dataclasses.replace(opts, limit=opts.limit - len(jobs)))
 
 
-def suspects_waiting(queues: Sequence[str], every_queue: bool = False) -> bool:
+def suspects_waiting(
+    queues: Sequence[str], every_queue: bool = False, executions: Sequence[str] | None = None
+) -> bool:
     """Whether a suspect (``Quarantine.SUSPECT``: a job to run alone) is ready in
-    ``queues`` (in any queue with ``every_queue``). Served by the small
+    ``queues`` (in any queue with ``every_queue``), of a rung in ``executions``
+    (any rung: None). Served by the small
     ``dj_job_suspect`` index: cheap at any size."""
     if not queues and not every_queue:
         return False
     # limits_held: a look, not a claim; a suspect of a queue with limits is
     # then claimed under that queue's lock like any of its jobs.
     opts = ClaimOptions(
-        queues=list(queues), every_queue=every_queue, limit=1, suspects="only", limits_held=True
+        queues=list(queues),
+        every_queue=every_queue,
+        limit=1,
+        suspects="only",
+        limits_held=True,
+        executions=executions,
     )
     return eligible(opts).exists()

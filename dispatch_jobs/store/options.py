@@ -52,6 +52,11 @@ class ClaimOptions:
                    so queues with limits are not skipped (they are otherwise).
     exclude_orgs:  internal to ``store.limited_claim``: scope orgs at their
                    per-org limit, whose jobs are left alone.
+    executions:    the execution rungs (``Job.execution``) the claimer provides
+                   (``rungs.provided_by``): a job needing a more isolated rung is
+                   left for a worker that has it. ``None`` claims any rung.
+    skip:          job ids never to claim (a worker's own short list of jobs it
+                   handed back because they can never fit its capacity).
     """
 
     queues: Sequence[str]
@@ -67,6 +72,8 @@ class ClaimOptions:
     alone: bool = False
     limits_held: bool = False
     exclude_orgs: Sequence[str] = ()
+    executions: Sequence[str] | None = None
+    skip: Sequence[int] = ()
 
     def is_unbounded(self) -> bool:
         """True when the caller does not use the resource model at all. Tests key

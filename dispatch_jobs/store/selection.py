@@ -35,6 +35,12 @@ def eligible(opts: ClaimOptions) -> QuerySet[Job]:
         qs = qs.filter(queue__in=list(opts.queues))
     if opts.reserved_for is not None:
         qs = qs.filter(id=opts.reserved_for)
+    if opts.executions is not None:
+        # A job needs at least its rung: one this worker cannot provide is left for
+        # a worker that can (a filter on the ready rows, after the index's order).
+        qs = qs.filter(execution__in=list(opts.executions))
+    if opts.skip:
+        qs = qs.exclude(id__in=list(opts.skip))
     qs = qs.filter(suspect_predicate(opts))
     aliases, fit = fit_predicate(opts)
     qs = qs.alias(**aliases).filter(fit)

@@ -86,6 +86,8 @@ class Spent:
     wall_time: timedelta
     cpu_time: timedelta | None
     executor: str
+    peak_rss: int = 0  # bytes; 0 where the rung cannot measure it
+    disk_written: int = 0  # bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +164,8 @@ def usage_of(settled: Settled, worker_id: str) -> Usage:
         resources=job.resources or {},
         wall_time=spent.wall_time,
         cpu_time=spent.cpu_time,
+        peak_rss=spent.peak_rss,
+        disk_written=spent.disk_written,
         executor=spent.executor,
         scope_app_id=job.scope_app_id,
         scope_org_id=job.scope_org_id,

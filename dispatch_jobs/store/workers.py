@@ -24,6 +24,7 @@ def register_worker(
     queues: Sequence[str],
     concurrency: int,
     capacity: Mapping[str, int] | None = None,
+    execution: str = "in-process",
 ) -> Worker:
     worker, _ = _workers().update_or_create(
         id=worker_id,
@@ -33,6 +34,7 @@ def register_worker(
             queues=list(queues),
             concurrency=concurrency,
             capacity=dict(capacity or {}),
+            execution=execution,
             state=WorkerState.ACTIVE,
             last_seen_at=Now(),
         ),

@@ -19,7 +19,7 @@ from django.db import connections
 from .. import store
 from ..exceptions import GaveUp
 from ..storable import storable_text
-from .executor import EXECUTOR_NAME, Attempt
+from .executor import Attempt
 from .joblog import log_attempt
 from .outcomes import Kind, Outcome, Verdict
 from .transient import reset_connection, retry_transient
@@ -141,7 +141,9 @@ def _spent(outcome: Outcome) -> store.Spent | None:
     return store.Spent(
         wall_time=timedelta(seconds=outcome.wall_time),
         cpu_time=timedelta(seconds=outcome.cpu_time),
-        executor=EXECUTOR_NAME,
+        executor=outcome.executor,
+        peak_rss=outcome.peak_rss,
+        disk_written=outcome.disk_written,
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from .. import rungs
 from ..conf import settings
 from ..exceptions import InvalidDuration, InvalidResources, QueueNameError, WorkerConfigError
 from ..limits import LEASE_TTL_MAX, LEASE_TTL_MIN, to_duration
@@ -66,6 +67,18 @@ class WorkerConfig:
     summary_interval: timedelta
     # (host, port) of the Prometheus exposition (--metrics-port); None: no metrics.
     metrics_address: tuple[str, int] | None = None
+    # The rung every job runs at here (--execution); jobs needing more are not claimed.
+    execution: str = rungs.IN_PROCESS
+    # The subprocess rung's children: replaced after this many jobs, or past this
+    # resident size (bytes, 0: no ceiling); killed jobs get this long after SIGTERM.
+    child_max_jobs: int = 1000
+    child_max_rss: int = 0
+    child_kill_grace: timedelta = timedelta(seconds=2)
+
+    @property
+    def executions(self) -> tuple[str, ...]:
+        """The ``Job.execution`` values this worker claims."""
+        return rungs.provided_by(self.execution)
 
     @property
     def queues(self) -> tuple[str, ...]:
@@ -82,7 +95,8 @@ class WorkerConfig:
             f"serving {self.served.describe()}; concurrency={self.concurrency} "
             f"prefetch={self.prefetch} budget={budget} "
             f"lease_ttl={self.lease_ttl.total_seconds():g}s "
-            f"heartbeat={self.heartbeat.total_seconds():g}s"
+            f"heartbeat={self.heartbeat.total_seconds():g}s "
+            f"execution={rungs.describe(self.execution)}"
             + (" burst" if self.burst else "")
             + (f" max_jobs={self.max_jobs}" if self.max_jobs is not None else "")
         )
@@ -145,6 +159,10 @@ def build_config(options: Mapping[str, Any]) -> WorkerConfig:
             "--summary-interval", given("summary_interval", settings.summary_interval)
         ),
         metrics_address=_metrics_address(options.get("metrics_port")),
+        execution=_execution(given("execution", settings.worker_execution)),
+        child_max_jobs=settings.child_max_jobs,
+        child_max_rss=settings.child_max_rss,
+        child_kill_grace=settings.child_kill_grace,
     )
 
 
@@ -167,6 +185,14 @@ def _budget(value: object) -> ResourceSet:
         raise InvalidResources(f"expected text such as 'cpu=4,memory=8Gi', got {value!r}")
     except InvalidResources as exc:
         raise WorkerConfigError(f"--budget: {exc}") from exc
+
+
+def _execution(value: object) -> str:
+    if not rungs.is_rung(value):
+        raise WorkerConfigError(
+            f"--execution must be one of {', '.join(rungs.RUNGS)}, got {value!r}."
+        )
+    return str(value)
 
 
 def _worker_id(value: object) -> str:

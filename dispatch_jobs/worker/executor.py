@@ -14,6 +14,7 @@ import json
 import logging
 import time
 import traceback as tb
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -39,6 +40,7 @@ from ..exceptions import (
 from ..limits import RETURN_VALUE_MAX_BYTES
 from ..models import Job
 from ..names import load_task
+from ..rungs import IN_PROCESS
 from ..scope import scope
 from ..storable import find_unstorable, storable_text
 from ..store import Settled, Spent
@@ -54,9 +56,9 @@ from .context import (
 from .decode import problem_with
 from .outcomes import Kind, Outcome, Verdict, class_path, is_permanent, settle
 from .results import backend_class, has_effect, task_result
-from .staging import ArtifactCache, process_cache
+from .staging import ArtifactCache, StagedInput, process_cache
 
-EXECUTOR_NAME = "in-process"
+EXECUTOR_NAME = IN_PROCESS
 # The most a return value may take encoded (JSON), and how much of an error's
 # message and traceback is kept: an outcome must stay a row any database takes.
 MAX_RETURN_BYTES = RETURN_VALUE_MAX_BYTES
@@ -104,10 +106,12 @@ def execute(
     cancellation: Cancellation,
     deadline: float | None,
     cache: ArtifactCache | None = None,
+    staged: Mapping[str, StagedInput] | None = None,
 ) -> Attempt:
     """Run ``job`` once in this thread; its outcome and what it does to the job.
     Its inputs are staged into ``cache`` (default: this process's) first and stay
-    pinned there until the handler returns."""
+    pinned there until the handler returns; or, given ``staged`` (a child of the
+    subprocess rung: its worker staged and pinned them), are those."""
     clock = _Clock()
     try:
         problem = problem_with(job)
@@ -123,8 +127,8 @@ def execute(
         outcome = clock.stopped(cancellation, "cancelled before it started")
         return Attempt(job, job.lease_epoch, outcome, settle(job, outcome, worker_id))
     with contextlib.ExitStack() as pins:
-        inputs = {}
-        if job.artifact_bindings:
+        inputs = dict(staged or {})
+        if job.artifact_bindings and staged is None:
             try:
                 inputs = pins.enter_context(
                     (cache or process_cache()).staged(job.artifact_bindings)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from typing import Literal
 
-from .. import store
+from .. import rungs, store
 from ..models import Job
 from .config import WorkerConfig
 from .health import ClaimHealth
@@ -28,6 +29,7 @@ class Fetcher:
         stop: threading.Event,
         claims: ClaimHealth | None = None,
         cache: ArtifactCache | None = None,
+        unfit: Sequence[int] = (),
     ) -> None:
         self.config = config
         self.cache = cache
@@ -38,6 +40,7 @@ class Fetcher:
         self.next_probe = 0.0  # monotonic time of the next probe (0: at once)
         self.probe_interval = config.heartbeat.total_seconds()
         self.claims = claims or ClaimHealth(config.heartbeat.total_seconds())
+        self.unfit = unfit  # jobs handed back as too big for this worker (ledger)
 
     def free_slots(self) -> int:
         """Slots for new claims: ``concurrency`` threads plus ``prefetch`` jobs
@@ -65,6 +68,10 @@ class Fetcher:
         slot runs every job alone anyway, suspects included."""
         if limit <= 0:
             return []
+        if self.contained:
+            # A child that dies fails its own job and nothing else here: suspects
+            # need no lone run, and this worker's slots stay full.
+            return self._claim(1 if self.config.budget else limit, suspects="include", alone=False)
         if self.single_slot:
             return self._claim(1, suspects="include", alone=True)
         if self.alone is not None:
@@ -88,6 +95,11 @@ class Fetcher:
         return jobs
 
     @property
+    def contained(self) -> bool:
+        """Every handler runs in a child process (the subprocess rung)."""
+        return self.config.execution == rungs.SUBPROCESS
+
+    @property
     def single_slot(self) -> bool:
         """One thread and nothing prefetched: whatever runs here runs alone."""
         return self.config.concurrency == 1 and (
@@ -101,7 +113,9 @@ class Fetcher:
             self.next_probe = now + self.probe_interval
             self.suspects = retry_transient(
                 lambda: store.suspects_waiting(
-                    list(self.config.queues), every_queue=self.config.served.every
+                    list(self.config.queues),
+                    every_queue=self.config.served.every,
+                    executions=self.config.executions,
                 ),
                 "looking for suspect jobs",
                 stop=self.stop,
@@ -141,6 +155,8 @@ class Fetcher:
             lease_ttl=self.config.lease_ttl,
             suspects=suspects,
             alone=alone,
+            executions=self.config.executions,
+            skip=tuple(self.unfit),
         )
 
         def claim() -> list[Job]:

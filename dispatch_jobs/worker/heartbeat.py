@@ -125,6 +125,8 @@ class Heartbeat:
             if entry.deadline is None or now < entry.deadline:
                 continue
             entry.cancellation.cancel(TIMED_OUT)
+            if entry.isolated:
+                continue  # its supervising thread kills the child at the deadline
             if now >= entry.deadline + self.abandon_after and entry.finish():
                 self.on_abandoned(entry, self._abandoned(entry))
 

@@ -32,6 +32,9 @@ class Held:
     deadline: float | None = None  # set when the handler starts
     cancellation: Cancellation = field(default_factory=Cancellation)
     started: bool = False  # an executor thread took it (else it waits, prefetched)
+    # Run in a child the executor thread supervises (the subprocess rung): that
+    # thread enforces the deadline, so the heartbeat never abandons it.
+    isolated: bool = False
     _state: str = "running"  # running → finished | dropped
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

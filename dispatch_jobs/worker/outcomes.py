@@ -23,6 +23,7 @@ from ..attempts import attempt_list
 from ..conf import settings
 from ..exceptions import Permanent
 from ..models import Job
+from ..rungs import IN_PROCESS
 from ..store import Cancelled, Completed, Failed, Retry, Transition, cancel_message
 from .backoff import retry_delay
 
@@ -46,6 +47,10 @@ class Outcome:
     finished_at: datetime
     wall_time: float = 0.0
     cpu_time: float = 0.0
+    # Measured by the subprocess rung only (0 where the rung cannot separate them).
+    peak_rss: int = 0  # bytes
+    disk_written: int = 0  # bytes
+    executor: str = IN_PROCESS  # the rung that ran the attempt
     return_value: Any = None
     exception_class: str = ""
     message: str = ""

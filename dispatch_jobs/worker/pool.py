@@ -18,17 +18,19 @@ renewed by the heartbeat) until the outcome is safely stored or the job dropped.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 
 from django.db import connections
 
-from .. import scheduler, store
+from .. import rungs, scheduler, store
 from ..exceptions import GaveUp
 from ..models import Job, JobState
 from ..queue_limits import settings_queue_limits
 from . import metrics as worker_metrics
+from .children import Children
 from .completer import Completer
 from .config import WorkerConfig
 from .context import HANDED_BACK
@@ -39,6 +41,8 @@ from .fetcher import Fetcher
 from .health import ClaimHealth
 from .heartbeat import Heartbeat
 from .inflight import Held, Inflight
+from .isolated import Supervisor
+from .ledger import Ledger
 from .maintenance import Maintenance
 from .pacing import Listener, Pacer
 from .registry import Registry
@@ -72,8 +76,14 @@ class Pool:
         # The inputs staged here; its hashes are offered to every claim (locality).
         self.cache = ArtifactCache.from_settings(config.worker_id)
         # A claim stuck on an unreachable database gives up once a drain starts.
+        self.ledger = Ledger(config.budget)
         self.fetcher = Fetcher(
-            config, self.inflight, self.shutdown.draining, self.claims, self.cache
+            config,
+            self.inflight,
+            self.shutdown.draining,
+            self.claims,
+            self.cache,
+            self.ledger.unfit,
         )
         self.completer = Completer(config.worker_id, self._on_done, self.stop)
         self.heartbeat = Heartbeat(
@@ -82,6 +92,17 @@ class Pool:
         self.maintenance = Maintenance(config, self.stop) if config.maintenance else None
         self.listener = Listener(config.queues, self.wake, self.stop)
         self.executors = Executors(config.concurrency, self._execute)
+        # The subprocess rung: every handler runs in a supervised child process.
+        self.children: Children | None = None
+        self.supervisor: Supervisor | None = None
+        if config.execution == rungs.SUBPROCESS:
+            self.children = Children(config.child_max_jobs, config.child_max_rss)
+            self.supervisor = Supervisor(
+                self.children,
+                config.worker_id,
+                config.child_kill_grace.total_seconds(),
+                self.cache,
+            )
         self.dispatched = 0
         # Claim again when this few claimed jobs still wait for a thread (see
         # _wants_jobs). A budget claims one job at a time and prefetches none.
@@ -97,6 +118,8 @@ class Pool:
         self.registry.register()
         self._sync_schedules()
         self._sync_queue_limits()
+        if self.children is not None:
+            self.children.prewarm(self.config.concurrency)
         self.executors.start()
         self.completer.start()
         self.heartbeat.start()
@@ -197,11 +220,38 @@ class Pool:
     # --- execute ---------------------------------------------------------------
 
     def _dispatch(self, job: Job) -> None:
-        held = Held(job=job, epoch=job.lease_epoch, ttl=lease_ttl_of(job, self.config.lease_ttl))
+        held = Held(
+            job=job,
+            epoch=job.lease_epoch,
+            ttl=lease_ttl_of(job, self.config.lease_ttl),
+            isolated=self.supervisor is not None,
+        )
         self.inflight.add(held)
         self.dispatched += 1
         self.stats.count("dispatched")
+        if not self.ledger.fits_at_all(held):
+            self._hand_back_unfit(held)
+            return
         self.executors.submit(held)
+
+    def _hand_back_unfit(self, held: Held) -> None:
+        """A job needing more of a custom key than this worker has at all (the
+        claim matches custom keys by presence only): back to pending, for a
+        worker that has enough."""
+        if not held.drop():
+            return
+        logger.warning(
+            "Job %s needs custom resources %s, more than this worker's budget: handing it back.",
+            held.job.pk,
+            held.job.resources,
+        )
+        with contextlib.suppress(GaveUp):  # else its lease lapses instead
+            retry_transient(
+                lambda: store.release_leases(self.config.worker_id, [(held.job.pk, held.epoch)]),
+                "handing back a job that does not fit",
+                stop=self.shutdown.draining,
+            )
+        self._forget(held)
 
     def _execute(self, held: Held) -> None:
         """Run one held job on an executor thread (its connection is the thread's)."""
@@ -212,17 +262,23 @@ class Pool:
             # Taking this job may have brought the waiting ones down to the mark
             # while a slot freed earlier went unannounced (see _wants_jobs).
             self.wake.set()
+        # Its custom-key units are free beside the jobs already running (see ledger).
+        self.ledger.admit(held)
         # The timeout counts from the start of the handler, not from the claim.
         held.deadline = deadline_for(held.job)
         if self.metrics is not None:
             self.metrics.started(held.job)
         attempt: Attempt | None = None
         try:
-            attempt = execute(
-                held.job, self.config.worker_id, held.cancellation, held.deadline, self.cache
-            )
+            if self.supervisor is not None:
+                attempt = self.supervisor.run(held)
+            else:
+                attempt = execute(
+                    held.job, self.config.worker_id, held.cancellation, held.deadline, self.cache
+                )
         except BaseException:  # noqa: BLE001 - a bug here must not kill the worker
             logger.exception("Job %s: the executor failed; its lease will lapse.", held.job.pk)
+        self.ledger.release(held)
         if attempt is not None and held.finish():
             self.completer.submit(attempt)
             if self._wants_jobs():
@@ -330,6 +386,8 @@ class Pool:
         self.stop.set()
         # Handlers still running here ignored the grace and their cancellation.
         self.executors.stop(1.0)
+        if self.children is not None:
+            self.children.close()
         self.heartbeat.join(self._write_budget(5.0))
         if self.maintenance:
             self.maintenance.join(self._write_budget(5.0))

@@ -65,6 +65,7 @@ class Registry:
             queues=list(self.config.queues),
             concurrency=self.config.concurrency,
             capacity=self.config.budget,
+            execution=self.config.execution,
         )
         if self.state != WorkerState.ACTIVE:
             store.set_worker_state(self.config.worker_id, self.state)

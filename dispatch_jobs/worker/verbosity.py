@@ -34,9 +34,16 @@ OURS = "dispatch_jobs"
 DJANGO_TASKS = TASKS_LOGGER_NAME  # "django.tasks", or the backport's on Django 5.2
 
 
+# The verbosity this process was configured with (None: not configured), which
+# the subprocess rung's children are configured with too.
+configured: int | None = None
+
+
 def configure_logging(verbosity: int) -> None:
     """Set the levels for ``verbosity``; install the console handler when the
     project has no logging of its own."""
+    global configured
+    configured = verbosity
     ours = logging.getLogger(OURS)
     django_tasks = logging.getLogger(DJANGO_TASKS)
     ours.setLevel(LEVELS.get(verbosity, logging.DEBUG))

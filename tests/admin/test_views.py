@@ -94,6 +94,17 @@ def test_workers_show_capacity_heartbeat_staleness_and_held_jobs(admin_client_):
     assert b"STALE" in response.content and b"h1" in response.content
 
 
+def test_workers_show_the_rung_they_run_jobs_at(admin_client_):
+    store.register_worker(
+        "w-kids", hostname="h", pid=1, queues=["default"], concurrency=2, execution="subprocess"
+    )
+    store.register_worker("w-threads", hostname="h", pid=2, queues=["default"], concurrency=2)
+    response = admin_client_.get(reverse("admin:dispatch_jobs_worker_changelist"))
+    html = response.content.decode()
+    assert "<th>Execution</th>" in html
+    assert html.count(">subprocess</td>") == 1 and html.count(">in-process</td>") == 1
+
+
 def test_workers_whose_claims_keep_failing_show_unhealthy_with_the_error(admin_client_):
     for worker_id in ("w-failing", "w-blip", "w-fine"):
         store.register_worker(worker_id, hostname="h", pid=1, queues=["default"], concurrency=1)

@@ -116,7 +116,7 @@ def test_our_decorator_refuses_run_after_like_djangos():
         ({"resource_limits": {"Bad Key": 1}}, "resource_limits: Custom resource key 'Bad Key'"),
         ({"resource_func": 3}, "resource_func must be callable"),
         ({"execution": ""}, "execution must be a non-empty string"),
-        ({"execution": "container"}, "execution 'container' is not available"),
+        ({"execution": "container"}, "execution 'container' is not a rung any worker provides"),
         ({"permanent_exceptions": (int,)}, "permanent_exceptions must be exception classes"),
         (
             {"retry_backoff_base": 10, "retry_backoff_cap": 1},

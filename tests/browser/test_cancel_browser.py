@@ -18,8 +18,11 @@ from tests.worker.support import enqueue
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-# How the job is run in each rung: the worker's arguments.
-RUNGS = {"in-process": []}
+# The worker's arguments for each rung (in a child, the worker kills the child).
+RUNGS = {
+    "in-process": ["--execution", "in-process"],
+    "subprocess": ["--execution", "subprocess"],
+}
 
 
 @pytest.fixture
@@ -39,7 +42,7 @@ def _state(job: Job) -> str:
 def test_a_running_job_cancelled_from_the_admin_ends_cancelled(
     rung: str, live_server, browser_page, screenshot, worker, tmp_path: Path
 ):
-    job = enqueue(tasks.hold, str(tmp_path))
+    job = enqueue(tasks.hold, str(tmp_path), execution=rung)
     process = WorkerProcess(tmp_path, "--worker-id", f"cancel-{rung}", *FAST, *RUNGS[rung])
     worker.append(process)
     wait_until(lambda: (tmp_path / f"start-{job.pk}").exists(), what="the job running")

@@ -253,3 +253,71 @@ def interrupt(directory: str) -> None:
 def exit_own_process() -> None:
     """The culprit: ends its whole worker at once, every time it runs."""
     _os._exit(3)
+
+
+# --- The subprocess rung (tests/worker/test_subprocess_rung.py): handlers that end
+# their own process, ignore their timeout or allocate past their memory limit. Each
+# runs in a child of its worker; only its own job may suffer.
+
+
+@_dj_task(execution="subprocess", max_retries=0)
+def segfault() -> None:
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+@_dj_task(execution="subprocess", max_retries=0)
+def exit_three() -> None:
+    _os._exit(3)
+
+
+@_dj_task(execution="subprocess", max_retries=0, timeout=_timedelta(seconds=1))
+def spin_past_timeout() -> None:
+    """Ignores its timeout and any signal Python can catch: a busy loop."""
+    _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
+    while True:
+        pass
+
+
+@_dj_task(execution="subprocess", max_retries=0, resource_limits={"memory": "64Mi"})
+def allocate_past_limit(megabytes: int = 512) -> int:
+    block = bytearray(megabytes * 2**20)
+    return len(block)
+
+
+@_dj_task(execution="subprocess")
+def child_work(directory: str, key: str, megabytes: int = 8) -> dict:
+    """Burns some CPU, touches memory and writes a file; says which process it ran in."""
+    block = bytearray(megabytes * 2**20)
+    for index in range(0, len(block), 4096):
+        block[index] = 1
+    total = sum(i * i for i in range(200_000))
+    with open(_Path(directory) / f"written-{key}", "wb") as handle:
+        handle.write(b"x" * 2**20)
+        handle.flush()
+        _os.fsync(handle.fileno())
+    _touch(directory, f"done-{key}")
+    return {"pid": _os.getpid(), "total": total}
+
+
+@_dj_task(execution="subprocess")
+def child_noop() -> None:
+    return None
+
+
+@_dj_task(execution="subprocess", max_retries=0)
+def child_raises() -> None:
+    raise _Permanent("refused in a child")
+
+
+# --- The capacity ledger (tests/worker/test_ledger.py).
+
+
+@_task(takes_context=True)
+def ledger_hold(context, directory: str, seconds: float) -> None:
+    """Runs ``seconds`` and records ``id start end`` (the system-wide monotonic
+    clock), so the test can sum what ran at once."""
+    start = _time.monotonic()
+    _time.sleep(seconds)
+    _touch(directory, "spans", f"{context.job_id} {start} {_time.monotonic()}")

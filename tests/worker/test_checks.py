@@ -67,3 +67,10 @@ def test_e034_maximum_below_minimum():
 def test_w030_stale_after_too_short_for_the_heartbeat():
     assert "dispatch_jobs.W030" in ids_for({"WORKER_STALE_AFTER": timedelta(seconds=20)})
     assert "dispatch_jobs.W030" not in ids_for({"WORKER_STALE_AFTER": timedelta(seconds=30)})
+
+
+@pytest.mark.parametrize("bad", ["container", "", None, 1])
+def test_e035_worker_execution_is_a_rung(bad):
+    assert "dispatch_jobs.E036" in ids_for({"WORKER_EXECUTION": bad})
+    assert "dispatch_jobs.E036" not in ids_for({"WORKER_EXECUTION": "subprocess"})
+    assert "dispatch_jobs.E036" not in ids_for({"WORKER_EXECUTION": "in-process"})

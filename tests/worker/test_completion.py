@@ -187,3 +187,19 @@ def test_purge_honours_its_limit():
     assert store.purge_finished_jobs(limit=2, **kwargs) == 2
     assert store.purge_finished_jobs(limit=0, **kwargs) == 0
     assert store.purge_finished_jobs(limit=2, **kwargs) == 1
+
+
+def test_usage_keeps_what_the_subprocess_rung_measured():
+    measured, plain = _held(name="t.child"), _held(name="t.thread")
+    child = Spent(
+        timedelta(milliseconds=40), timedelta(milliseconds=30), "subprocess", 90 * 2**20, 2**20
+    )
+    thread = Spent(timedelta(milliseconds=40), timedelta(milliseconds=30), "in-process")
+    batch = [_settled(measured, Completed(), child), _settled(plain, Completed(), thread)]
+    assert store.complete_leased_jobs("w1", batch) == set()
+    rows = {u.job_id: u for u in Usage.objects.all()}
+    assert (rows[measured.pk].executor, rows[measured.pk].peak_rss) == ("subprocess", 90 * 2**20)
+    assert rows[measured.pk].disk_written == 2**20
+    # The in-process rung cannot separate a thread's memory or writes: zeros.
+    assert (rows[plain.pk].peak_rss, rows[plain.pk].disk_written) == (0, 0)
+    assert rows[plain.pk].executor == "in-process"

@@ -123,3 +123,18 @@ def test_bad_values_are_refused_with_a_clear_message(options, message):
 
 def test_zero_shutdown_grace_is_allowed():
     assert build_config({"shutdown_grace": "0"}).shutdown_grace == timedelta(0)
+
+
+def test_execution_defaults_to_the_setting_and_the_flag_wins():
+    assert build_config({}).execution == "in-process"
+    with override_settings(DISPATCH_JOBS={"WORKER_EXECUTION": "subprocess"}):
+        config = build_config({})
+        assert config.execution == "subprocess"
+        assert set(config.executions) == {"in-process", "subprocess", ""}
+        assert "execution=subprocess (runs in-process and subprocess jobs)" in config.describe()
+        assert build_config({"execution": "in-process"}).execution == "in-process"
+
+
+def test_an_unknown_execution_rung_is_refused_by_name():
+    with pytest.raises(WorkerConfigError, match="--execution must be one of in-process"):
+        build_config({"execution": "container"})

@@ -60,6 +60,14 @@ class Command(BaseCommand):
             help="Capacity offered to claims, e.g. cpu=4,memory=8Gi,gpu=1,fpga=1.",
         )
         parser.add_argument(
+            "--execution",
+            metavar="RUNG",
+            help="The rung every job runs at: in-process (threads, the default) or "
+            "subprocess (supervised child processes: hard timeouts and memory limits, "
+            "crashes contained, full usage accounting). Only jobs needing that rung or "
+            "less are claimed. Default DISPATCH_JOBS['WORKER_EXECUTION'].",
+        )
+        parser.add_argument(
             "--lease-ttl", metavar="D", help="Lease length, e.g. 30 or 30s (default 30s)."
         )
         parser.add_argument(

@@ -61,6 +61,8 @@ class ReturningClaims:
             opts.alone,
             opts.limits_held,
             tuple(opts.exclude_orgs),
+            None if opts.executions is None else tuple(opts.executions),
+            tuple(opts.skip),
         )
         found = self.statements.get(key)
         if found is None:

@@ -167,7 +167,7 @@ def _batch_sql(connection: BaseDatabaseWrapper) -> str:
         "ELSE STATEMENT_TIMESTAMP() + v._retry_in END",
     ]
     types = ["_id bigint", "_epoch integer", "_finished boolean", "_retry_in interval"]
-    types += ["_wall interval", "_cpu interval", "_executor text"]
+    types += ["_wall interval", "_cpu interval", "_executor text", "_rss bigint", "_disk bigint"]
     fields = {f.attname: f for f in Job._meta.concrete_fields}
     for column in OUTCOME_COLUMNS:
         types.append(f"{quote(column)} {fields[column].cast_db_type(connection)}")
@@ -185,7 +185,7 @@ def _batch_sql(connection: BaseDatabaseWrapper) -> str:
         "ON v._id = locked.id "
         "WHERE job.id = locked.id AND locked.lease_epoch = v._epoch "
         "AND locked.worker_id = %s AND locked.state = %s "
-        "RETURNING job.*, v._wall, v._cpu, v._executor), "
+        "RETURNING job.*, v._wall, v._cpu, v._executor, v._rss, v._disk), "
         f"{_usage_insert(connection)} "
         "SELECT id FROM done"
     )
@@ -207,7 +207,7 @@ def _usage_insert(connection: BaseDatabaseWrapper) -> str:
         "scope_org_id": "scope_org_id",
     }
     values = {**from_job, "wall_time": "_wall", "cpu_time": "_cpu", "executor": "_executor"}
-    values.update(peak_rss="0", disk_written="0", worker_id="%s")
+    values.update(peak_rss="_rss", disk_written="_disk", worker_id="%s")
     values["recorded_at"] = "STATEMENT_TIMESTAMP()"
     columns = {f.name: str(f.column) for f in Usage._meta.concrete_fields}
     names = ", ".join(quote(columns[name]) for name in values)
@@ -230,6 +230,8 @@ def _json_row(settled: Settled) -> dict[str, object]:
         "_wall": _interval(spent.wall_time) if spent else None,
         "_cpu": _interval(spent.cpu_time) if spent else None,
         "_executor": spent.executor if spent else None,
+        "_rss": spent.peak_rss if spent else None,
+        "_disk": spent.disk_written if spent else None,
     }
     row.update(settled.values())
     return row
