@@ -1,5 +1,6 @@
 """A real ``runjobs`` process stages inputs into its cache directory, once per
-hash, and its handlers read them from there."""
+hash, and its handlers read them from there: in its threads, and in the children
+of the subprocess rung (the worker stages, the child reads the pinned file)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from tests.worker.processes import FAST
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
-def test_a_worker_stages_each_input_once_and_its_handlers_read_it(workers, tmp_path):
+@pytest.mark.parametrize("rung", ["in-process", "subprocess"])
+def test_a_worker_stages_each_input_once_and_its_handlers_read_it(workers, tmp_path, rung):
     cache = tmp_path / "cache"
     out = tmp_path / "out"
     out.mkdir()
@@ -25,7 +27,13 @@ def test_a_worker_stages_each_input_once_and_its_handlers_read_it(workers, tmp_p
         input_tasks.digest.using(inputs={"data": made[i % 2]}).enqueue(str(out)) for i in range(6)
     ]
     proc = workers(
-        "--burst", "--concurrency", "3", *FAST, env={"DISPATCH_TEST_ARTIFACT_CACHE_DIR": str(cache)}
+        "--burst",
+        "--concurrency",
+        "3",
+        "--execution",
+        rung,
+        *FAST,
+        env={"DISPATCH_TEST_ARTIFACT_CACHE_DIR": str(cache)},
     )
     assert proc.wait() == 0, proc.log()
     for i, result in enumerate(results):
