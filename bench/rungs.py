@@ -21,23 +21,11 @@ emptied: use one of its own.
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import statistics
-import subprocess
-import sys
-import time
-from pathlib import Path
 
-ROOT = Path.cwd()
-TASK = "bench.django_project.tasks.noop"
+from bench import burst
+
 RUNGS = ("in-process", "subprocess")
-WORKER = ["--burst", "--queue", "default", "--verbosity", "0", "--concurrency", "2"]
-WORKER += ["--prefetch", "1000", "--no-maintenance"]
-
-
-def _noop_job(job_class: type) -> object:
-    return job_class(name=TASK, queue="default", payload={"args": [], "kwargs": {}})
 
 
 def main() -> None:
@@ -46,50 +34,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2_000)
     parser.add_argument("--reps", type=int, default=3)
     args = parser.parse_args()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "bench.django_project.settings",
-        "BENCH_SYSTEM": "dispatch_jobs",
-        "BENCH_DATABASE_URL": args.db,
-        "PYTHONPATH": str(ROOT),
-    }
-    os.environ.update(env)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    from dispatch_jobs.models import Job
-    from dispatch_jobs.store import enqueue_jobs
-
-    def drain(rung: str) -> tuple[float, float]:
-        """(wall seconds, CPU seconds) of one runjobs --burst process and its children."""
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        began = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "django", "runjobs", *WORKER, "--execution", rung],
-            env=env,
-            cwd=ROOT,
-            check=True,
-        )
-        took = time.perf_counter() - began
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
+    env = burst.setup(args.db)
     results: dict[str, list[tuple[float, float, float]]] = {}
     for _rep in range(args.reps):
         for rung in RUNGS:
-            Job.objects.all().delete()
-            idle_wall, idle_cpu = drain(rung)
-            enqueue_jobs([_noop_job(Job) for _ in range(args.jobs)])
-            wall, cpu = drain(rung)
-            left = Job.objects.exclude(state="completed").count()
-            if left:
-                raise SystemExit(f"{rung}: {left} jobs not completed")
-            net_wall = max(wall - idle_wall, 1e-3)
             results.setdefault(rung, []).append(
-                (args.jobs / net_wall, net_wall / args.jobs, max(cpu - idle_cpu, 0.0) / args.jobs)
+                burst.net_drain(env, ["--execution", rung], args.jobs)
             )
     medians = {}
     for rung, samples in results.items():

@@ -133,7 +133,7 @@ def limits_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
             messages.error(request, f"QUEUE_LIMITS cannot be read: {exc}")
             return HttpResponseRedirect(back)
         applied = store.revert_queue_limits(name, declared)
-        _log(request, name, f"Handed queue {name!r} limits back to the settings.")
+        log_queue_change(request, name, f"Handed queue {name!r} limits back to the settings.")
         messages.success(
             request,
             f"Queue {name!r} follows QUEUE_LIMITS: {applied.describe() or 'no limits'}.",
@@ -145,7 +145,7 @@ def limits_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
             chosen = form.limits()
             store.set_queue_limits(name, chosen)
             described = chosen.describe() or "no limits"
-            _log(request, name, f"Set queue {name!r} limits: {described}.")
+            log_queue_change(request, name, f"Set queue {name!r} limits: {described}.")
             messages.success(
                 request, f"Queue {name!r}: {described}. Workers obey it from their next claim."
             )
@@ -165,7 +165,8 @@ def limits_view(model_admin: Any, request: HttpRequest) -> HttpResponse:
     return TemplateResponse(request, "dispatch_jobs/admin/queue_limits.html", context)
 
 
-def _log(request: HttpRequest, name: str, message: str) -> None:
+def log_queue_change(request: HttpRequest, name: str, message: str) -> None:
+    """The admin log's entry for a change to queue ``name`` (its control row's)."""
     control = reads.queue_controls().filter(name=name).first()
     if control is not None:
         LogEntry.objects.log_actions(

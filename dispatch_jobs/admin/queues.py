@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from django.contrib import admin, messages
-from django.contrib.admin.models import CHANGE, LogEntry
 from django.core.exceptions import PermissionDenied
 from django.db.models import (
     BooleanField,
@@ -41,7 +40,7 @@ from ..store import reads
 from .paging import bounded_count
 from .params import guarded
 from .queue_limits import PERMISSION as LIMIT_PERMISSION
-from .queue_limits import limits_view
+from .queue_limits import limits_view, log_queue_change
 from .readonly import OverviewAdmin
 from .safety import bounded_queries
 
@@ -258,14 +257,7 @@ class QueueControlAdmin(OverviewAdmin):
         else:
             (store.pause_queue if paused else store.resume_queue)(name)
             verb = "Paused" if paused else "Resumed"
-            control = reads.queue_controls().filter(name=name).first()
-            if control is not None:
-                LogEntry.objects.log_actions(
-                    user_id=cast(int, request.user.pk),
-                    queryset=[control],
-                    action_flag=CHANGE,
-                    change_message=f"{verb} queue {name!r}.",
-                )
+            log_queue_change(request, name, f"{verb} queue {name!r}.")
             messages.success(
                 request,
                 f"{verb} queue {name!r}: workers "

@@ -6,38 +6,29 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
 
 from dispatch_jobs import store
 from dispatch_jobs.queue_limits import QueueLimits
+from tests.browser.pages import follow, log_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _follow(page, selector: str) -> None:
-    with page.expect_navigation():
-        page.click(selector)
-
-
 def test_editing_a_queues_limits_from_the_queues_view(live_server, browser_page, screenshot):
-    User.objects.create_superuser("ops", "ops@example.com", "correct horse")
     page = browser_page
-    page.goto(f"{live_server.url}/admin/login/?next=/admin/dispatch_jobs/queuecontrol/")
-    page.fill("#id_username", "ops")
-    page.fill("#id_password", "correct horse")
-    _follow(page, "input[type=submit]")
+    log_in(page, live_server, "/admin/dispatch_jobs/queuecontrol/")
     row = "tr[data-queue='emails']"
     assert page.inner_text(f"{row} td.dj-queue-limits").startswith("none")
-    _follow(page, f"{row} a.dj-edit-limits")
+    follow(page, f"{row} a.dj-edit-limits")
     page.fill("#id_max_running", "5")
     page.fill("#id_rate_limit", "100")
     page.fill("#id_rate_period", "half a minute")
-    _follow(page, "input[type=submit].default")
+    follow(page, "input[type=submit].default")
     errors = page.locator(".errorlist").all_inner_texts()
     assert any("cannot read 'half a minute' as a duration" in text for text in errors), errors
     screenshot("30-queue-limits-form-errors")
     page.fill("#id_rate_period", "1m")
-    _follow(page, "input[type=submit].default")
+    follow(page, "input[type=submit].default")
     assert "5 running, 100 per 1m" in page.inner_text(f"{row} td.dj-queue-limits")
     screenshot("31-queues-with-limits")
     expected = QueueLimits(max_running=5, rate_limit=100, rate_period=timedelta(minutes=1))
