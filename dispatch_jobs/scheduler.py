@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from . import database, names, store
 from .backend import job_of_call
@@ -59,7 +60,7 @@ def plan(schedule: Schedule, now: datetime, grace: timedelta) -> Plan:
 def job_for(schedule: Schedule) -> Job:
     """The unsaved job of one run of ``schedule``, checked as an enqueue is."""
     task = names.load_task(schedule.task)
-    overrides: dict[str, object] = {}
+    overrides: dict[str, Any] = {}
     if schedule.queue:
         overrides["queue_name"] = schedule.queue
     if schedule.priority is not None:

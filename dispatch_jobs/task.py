@@ -24,9 +24,8 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import transaction
 
-from . import compat, limits, names, rungs
+from . import compat, limits, names, rungs, task_options
 from . import inputs as input_specs
-from . import task_options as options
 from .conf import settings
 from .exceptions import DispatchJobsError
 from .resources import ResourceSet, default_limits
@@ -135,13 +134,14 @@ class DispatchTask(_TaskOptions):
             # stable alias is stored as ``alias``.
             if kwargs.get("alias"):
                 raise compat.InvalidTask(
-                    f"Task {options.describe(func)}: give name= or alias=, not both."
+                    f"Task {task_options.describe(func)}: give name= or alias=, not both."
                 )
             kwargs["alias"] = kwargs.pop("name")
         unknown = sorted(set(kwargs) - _FIELDS)
         if unknown:
             raise compat.InvalidTask(
-                f"Task {options.describe(func)}: unknown option {', '.join(map(repr, unknown))}. "
+                f"Task {task_options.describe(func)}: unknown option "
+                f"{', '.join(map(repr, unknown))}. "
                 f"Known options: {', '.join(_DEFINITION_OPTIONS)}."
             )
         super().__init__(**kwargs)
@@ -195,12 +195,12 @@ class DispatchTask(_TaskOptions):
             if value is not None:
                 changes[key] = value
         if resources is not None:
-            parsed = options.resources_option(self.func, "resources", resources)
+            parsed = task_options.resources_option(self.func, "resources", resources)
             changes["resource_overrides"] = CanonicalResources(
                 {**self.resource_overrides, **parsed}
             )
         if scope is not None:
-            changes["scope"] = options.to_scope(self.func, scope)
+            changes["scope"] = task_options.to_scope(self.func, scope)
         if inputs is not None:
             changes["input_bindings"] = inputs
         return dataclasses.replace(self, **changes)
@@ -223,7 +223,7 @@ class DispatchTask(_TaskOptions):
                 raise compat.InvalidTask(
                     f"Task {self.module_path}: resource_func raised {type(exc).__name__}: {exc}"
                 ) from exc
-            for key, amount in options.resources_option(
+            for key, amount in task_options.resources_option(
                 self.func, "resource_func result", computed
             ).items():
                 requests[key] = max(requests.get(key, 0), amount)
@@ -231,7 +231,7 @@ class DispatchTask(_TaskOptions):
             requests[key] = max(requests.get(key, 0), amount)
         requests.update(self.resource_overrides)
         if self.resource_func is not None:
-            options.custom_keys(self.func, "resources", requests)
+            task_options.custom_keys(self.func, "resources", requests)
         limits = default_limits(requests, self.resource_limits)
         for key, limit in limits.items():
             if key in requests and requests[key] > limit:
@@ -303,8 +303,8 @@ def task(
         task_class = compat.task_backends[backend].task_class
         if options and not issubclass(task_class, DispatchTask):
             raise compat.InvalidTask(
-                f"Task {options.describe(func)}: backend {backend!r} does not run dispatch_jobs "
-                f"tasks, so options {', '.join(sorted(options))} cannot apply."
+                f"Task {task_options.describe(func)}: backend {backend!r} does not run "
+                f"dispatch_jobs tasks, so options {', '.join(sorted(options))} cannot apply."
             )
         return task_class(
             func=func,
@@ -332,50 +332,60 @@ def _reconstruct(cls: type[DispatchTask], values: dict[str, Any]) -> DispatchTas
 def _normalise(t: _TaskOptions) -> None:
     """Check every option and store it in its canonical form. Runs for every
     instance, including the copies ``using()`` makes, so it must be idempotent."""
-    where = f"Task {options.describe(t.func)}"
-    options.set_option(t, "max_retries", options.retries(where, t.max_retries))
-    options.set_option(t, "timeout", options.duration(where, "timeout", t.timeout))
-    options.set_option(t, "lease_ttl", options.duration(where, "lease_ttl", t.lease_ttl))
-    options.set_option(
-        t, "retry_backoff_base", options.duration(where, "retry_backoff_base", t.retry_backoff_base)
+    where = f"Task {task_options.describe(t.func)}"
+    task_options.set_option(t, "max_retries", task_options.retries(where, t.max_retries))
+    task_options.set_option(t, "timeout", task_options.duration(where, "timeout", t.timeout))
+    task_options.set_option(t, "lease_ttl", task_options.duration(where, "lease_ttl", t.lease_ttl))
+    task_options.set_option(
+        t,
+        "retry_backoff_base",
+        task_options.duration(where, "retry_backoff_base", t.retry_backoff_base),
     )
-    options.set_option(
-        t, "retry_backoff_cap", options.duration(where, "retry_backoff_cap", t.retry_backoff_cap)
+    task_options.set_option(
+        t,
+        "retry_backoff_cap",
+        task_options.duration(where, "retry_backoff_cap", t.retry_backoff_cap),
     )
     base, cap = t.retry_backoff_base, t.retry_backoff_cap
     if base is not None and cap is not None and cap < base:
         raise compat.InvalidTask(
             f"{where}: retry_backoff_cap ({cap}) is shorter than retry_backoff_base ({base})."
         )
-    options.set_option(t, "resources", options.resources_option(t.func, "resources", t.resources))
-    options.set_option(
-        t, "resource_limits", options.resources_option(t.func, "resource_limits", t.resource_limits)
+    task_options.set_option(
+        t, "resources", task_options.resources_option(t.func, "resources", t.resources)
     )
-    options.set_option(
-        t, "resource_overrides", options.resources_option(t.func, "resources", t.resource_overrides)
+    task_options.set_option(
+        t,
+        "resource_limits",
+        task_options.resources_option(t.func, "resource_limits", t.resource_limits),
+    )
+    task_options.set_option(
+        t,
+        "resource_overrides",
+        task_options.resources_option(t.func, "resources", t.resource_overrides),
     )
     # Overrides replace the declared floor key by key: the union is what resolves
     # (a resource_func may add keys: those are counted again at enqueue).
-    options.custom_keys(t.func, "resources", {**t.resources, **t.resource_overrides})
+    task_options.custom_keys(t.func, "resources", {**t.resources, **t.resource_overrides})
     if t.resource_func is not None and not callable(t.resource_func):
         raise compat.InvalidTask(
             f"{where}: resource_func must be callable, got {t.resource_func!r}."
         )
-    options.text(where, "resource_class", t.resource_class, RESOURCE_CLASS_MAX, empty_ok=True)
-    options.text(where, "execution", t.execution, EXECUTION_MAX, empty_ok=False)
+    task_options.text(where, "resource_class", t.resource_class, RESOURCE_CLASS_MAX, empty_ok=True)
+    task_options.text(where, "execution", t.execution, EXECUTION_MAX, empty_ok=False)
     if t.execution not in EXECUTION_POLICIES:
         raise compat.InvalidTask(
             f"{where}: execution {t.execution!r} is not a rung any worker provides "
             f"(available: {', '.join(EXECUTION_POLICIES)})."
         )
-    options.text(where, "alias (name=)", t.alias, ALIAS_MAX, empty_ok=True)
-    options.set_option(
-        t, "permanent_exceptions", options.exception_classes(where, t.permanent_exceptions)
+    task_options.text(where, "alias (name=)", t.alias, ALIAS_MAX, empty_ok=True)
+    task_options.set_option(
+        t, "permanent_exceptions", task_options.exception_classes(where, t.permanent_exceptions)
     )
     if t.scope is not None and not isinstance(t.scope, Scope):
-        options.set_option(t, "scope", options.to_scope(t.func, t.scope))
-    options.set_option(t, "inputs", input_specs.check_declared(where, t.inputs))
-    options.set_option(
+        task_options.set_option(t, "scope", task_options.to_scope(t.func, t.scope))
+    task_options.set_option(t, "inputs", input_specs.check_declared(where, t.inputs))
+    task_options.set_option(
         t, "input_bindings", input_specs.check_bindings(where, t.inputs, t.input_bindings)
     )
     if t.estimate is not None and not isinstance(t.estimate, bool):

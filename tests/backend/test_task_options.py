@@ -7,10 +7,11 @@ from datetime import timedelta
 
 import django
 import pytest
+from django.test import override_settings
 
 from dispatch_jobs import task
 from dispatch_jobs.backend import DispatchBackend
-from dispatch_jobs.compat import InvalidTask, task_backends
+from dispatch_jobs.compat import BaseTaskBackend, InvalidTask, task_backends
 from dispatch_jobs.compat import task as django_task
 from dispatch_jobs.names import load_task
 from dispatch_jobs.scope import Scope
@@ -168,3 +169,21 @@ def test_tasks_can_be_defined_before_the_app_registry_is_ready():
     done = run_python(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["DispatchTask", "2", str(2**30)]
+
+
+def test_options_for_a_backend_that_does_not_run_dispatch_jobs_tasks_are_refused():
+    # Django's own immediate backend (the backport's on Django 5.2), beside ours.
+    immediate = BaseTaskBackend.__module__.rsplit(".", 1)[0] + ".immediate.ImmediateBackend"
+    setting = {
+        "default": {"BACKEND": "dispatch_jobs.backend.DispatchBackend"},
+        "inline": {"BACKEND": immediate},
+    }
+    with override_settings(TASKS=setting):
+        with pytest.raises(
+            InvalidTask,
+            match=r"Task tests\.backend\.test_task_options\.plain: backend 'inline' does not "
+            r"run dispatch_jobs tasks, so options max_retries cannot apply\.",
+        ):
+            task(plain, backend="inline", max_retries=2)
+        # Without dispatch_jobs options, the decorator defines the backend's own task.
+        assert not isinstance(task(plain, backend="inline"), DispatchTask)
