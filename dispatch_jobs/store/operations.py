@@ -7,6 +7,7 @@ running job's lease columns; a job a worker holds is skipped, not overwritten.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -17,6 +18,11 @@ from django.db.models.functions import Now
 from ..models import READY_STATES, Job, JobState
 from . import db
 from .enqueue import enqueue_job
+
+# Asking running jobs to stop: how often to try a row its worker holds, and how
+# long to wait between tries (about a second in all).
+STOP_REQUEST_TRIES = 20
+STOP_REQUEST_PAUSE = 0.05
 
 REPLAYABLE_STATES = (JobState.FAILED, JobState.CANCELLED)
 
@@ -194,17 +200,33 @@ def cancel_jobs(job_ids: Iterable[int], by: str = "") -> OperationReport:
         "cancel_requested_by": by,
     }
     report = _change_ready_jobs("cancel", job_ids, changes)
-    running = [job_id for job_id, why in report.skipped.items() if why.startswith("is running")]
-    if running:
+    running = {job_id for job_id, why in report.skipped.items() if why.startswith("is running")}
+    asked: list[int] = []
+    # A running row is locked only for a moment at a time (its worker renewing the
+    # lease or writing the outcome): try again shortly rather than drop the request.
+    for attempt in range(STOP_REQUEST_TRIES):
+        if not running:
+            break
+        if attempt:
+            time.sleep(STOP_REQUEST_PAUSE)
         with transaction.atomic(using=db.alias()):
             # Never the lease columns: the worker holding the job stays its owner.
-            asked = _lock_available_ids(_jobs().filter(id__in=running, state=JobState.RUNNING))
-            _jobs().filter(id__in=asked, cancel_requested_at__isnull=True).update(
+            marked = _lock_available_ids(_jobs().filter(id__in=running, state=JobState.RUNNING))
+            _jobs().filter(id__in=marked, cancel_requested_at__isnull=True).update(
                 cancel_requested_at=Now(), cancel_requested_by=by, updated_at=Now()
             )
-        report.requested = sorted(asked)
-        for job_id in asked:
-            del report.skipped[job_id]
+        asked += marked
+        still = set(
+            _jobs().filter(id__in=running, state=JobState.RUNNING).values_list("id", flat=True)
+        )
+        for job_id in running - still - set(marked):
+            report.skipped[job_id] = "finished while the cancel was being asked"
+        running = still - set(marked)
+    for job_id in running:
+        report.skipped[job_id] = "is running and its worker held it throughout; try again"
+    report.requested = sorted(asked)
+    for job_id in asked:
+        del report.skipped[job_id]
     return report
 
 

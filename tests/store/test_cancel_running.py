@@ -7,13 +7,17 @@ worker is gone.
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection, connections
 
 from dispatch_jobs import store
 from dispatch_jobs.models import Job, JobState
-from dispatch_jobs.store import Cancelled, Settled
+from dispatch_jobs.store import Cancelled, Settled, operations
+from tests.admin.locks import held_elsewhere
 from tests.factories import JobFactory, running
 from tests.store.support import db_now, snapshot
 
@@ -75,3 +79,47 @@ def test_a_lapsed_lease_of_a_job_asked_to_stop_finishes_it_cancelled() -> None:
     assert job.state == JobState.CANCELLED and "dave" in job.last_error
     assert job.attempts[-1]["status"] == "cancelled" and job.worker_id == ""
     assert store.claim_jobs(store.ClaimOptions(queues=[job.queue], limit=5)) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_running_row_its_worker_holds_for_a_moment_is_still_asked_to_stop() -> None:
+    """A worker renewing the lease or writing the outcome locks the row for a
+    moment: the cancel tries again shortly instead of dropping the request (seen:
+    a MariaDB renewal beside the admin's Cancel left the job running)."""
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite has no row locks: a writer holds the whole database")
+    job = _held()
+
+    def lock_then_let_go() -> None:
+        list(Job.objects.select_for_update().filter(pk=job.pk).values_list("pk"))
+
+    with held_elsewhere(lock_then_let_go):
+        done: dict[str, object] = {}
+
+        def ask() -> None:
+            try:
+                done["report"] = store.cancel_jobs([job.pk])
+            finally:
+                connections.close_all()
+
+        asker = threading.Thread(target=ask)
+        asker.start()
+        time.sleep(0.3)  # the first tries meet the lock
+    asker.join(timeout=30)
+    report = done["report"]
+    assert (report.requested, report.skipped) == ([job.pk], {})  # type: ignore[attr-defined]
+    assert Job.objects.get(pk=job.pk).cancel_requested_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_held_throughout_is_reported_busy_not_as_ineligible(monkeypatch) -> None:
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite has no row locks: a writer holds the whole database")
+    monkeypatch.setattr(operations, "STOP_REQUEST_TRIES", 3)
+    job = _held()
+    with held_elsewhere(
+        lambda: list(Job.objects.select_for_update().filter(pk=job.pk).values_list("pk"))
+    ):
+        report = store.cancel_jobs([job.pk])
+    assert report.requested == []
+    assert report.skipped == {job.pk: "is running and its worker held it throughout; try again"}
