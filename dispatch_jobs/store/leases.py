@@ -9,6 +9,7 @@ the same fence), and eviction (``reclaim_expired_leases`` and the drain's
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 
@@ -154,14 +155,26 @@ def release_leases(worker_id: str, held: Sequence[tuple[int, int]]) -> list[Job]
     """Hand jobs back (a graceful drain): each ``(job_id, epoch)`` still held by
     this worker returns to pending exactly as a reclaim would take it, counted as
     an eviction but never towards poison (a drain says nothing about the job)."""
-    if not held:
-        return []
-    with transaction.atomic(using=db.alias()):
-        # A row locked elsewhere is skipped, not waited for: its lease lapses and
-        # reclaim takes it back, while the others are handed back now.
-        kept, _ = _lock_held(worker_id, held, skip_locked=True)
-        return _evict(kept, None, why=HANDED_BACK)
+    released: list[Job] = []
+    left = list(held)
+    # A row locked elsewhere is skipped, not waited for, and tried again shortly (a
+    # lease renewal or an outcome write holds it for a moment); one still locked
+    # after the last try keeps its lease, which lapses, and reclaim takes it back.
+    for attempt in range(HAND_BACK_TRIES):
+        if not left:
+            break
+        if attempt:
+            time.sleep(HAND_BACK_PAUSE)
+        with transaction.atomic(using=db.alias()):
+            kept, unread = _lock_held(worker_id, left, skip_locked=True)
+            released += _evict(kept, None, why=HANDED_BACK)
+        left = [(job_id, epoch) for job_id, epoch in left if job_id in unread]
+    return released
 
+
+# Handing jobs back: how often to try a row locked elsewhere, and the pause between.
+HAND_BACK_TRIES = 10
+HAND_BACK_PAUSE = 0.05
 
 # Why a job left its worker, as its attempts log records it.
 LAPSED = "evicted"  # the lease lapsed: the worker stopped renewing it
