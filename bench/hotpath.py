@@ -39,17 +39,21 @@ def noop(n: int = 0) -> None:
     """The job: does nothing (its argument makes every bulk payload different)."""
 
 
-def _database(url: str, async_commit: bool = False) -> dict[str, Any]:
+def _database(url: str, async_commit: bool = False, prepare: bool = False) -> dict[str, Any]:
     database = database_settings(url)
     if not url.startswith("sqlite"):
         database["CONN_MAX_AGE"] = None
     if async_commit and url.startswith("postgres"):
         # What the code costs without the commit's WAL flush (not a durable setup).
         database["OPTIONS"] = {"options": "-c synchronous_commit=off"}
+    if prepare and url.startswith("postgres"):
+        # Django's option for a direct connection: psycopg prepares a statement it
+        # has run this many times (the store's INSERT binds server-side for it).
+        database.setdefault("OPTIONS", {})["prepare_threshold"] = 5
     return database
 
 
-def setup(url: str, async_commit: bool = False) -> Any:
+def setup(url: str, async_commit: bool = False, prepare: bool = False) -> Any:
     """Configure Django on ``url``, migrate, and return the no-op task."""
     import django
     from django.conf import settings
@@ -59,7 +63,7 @@ def setup(url: str, async_commit: bool = False) -> Any:
         DEBUG=False,
         USE_TZ=True,
         TIME_ZONE="UTC",
-        DATABASES={"default": _database(url, async_commit)},
+        DATABASES={"default": _database(url, async_commit, prepare)},
         INSTALLED_APPS=["django.contrib.contenttypes", "django.contrib.auth", "dispatch_jobs"],
         TASKS={"default": {"BACKEND": "dispatch_jobs.backend.DispatchBackend"}},
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
@@ -228,12 +232,20 @@ def main() -> None:
         action="store_true",
         help="PostgreSQL: synchronous_commit=off, to see the code's cost without fsync",
     )
+    parser.add_argument(
+        "--prepare",
+        action="store_true",
+        help="PostgreSQL: OPTIONS prepare_threshold=5, so the store's INSERT is prepared",
+    )
     args = parser.parse_args()
     only = set(args.only or ["single", "bulk", "claim"])
-    noop_task = setup(args.db, args.async_commit)
+    noop_task = setup(args.db, args.async_commit, args.prepare)
     from django.db import connection
 
-    print(f"database: {connection.vendor} {args.db} async_commit={args.async_commit}")
+    print(
+        f"database: {connection.vendor} {args.db} "
+        f"async_commit={args.async_commit} prepare={args.prepare}"
+    )
     if "single" in only:
         _measure(
             "single enqueue", lambda: single(noop_task, args.single_jobs), args.reps, args.profile

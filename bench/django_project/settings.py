@@ -34,6 +34,15 @@ DATABASES = {
 }
 if os.environ.get("BENCH_CONN_MAX_AGE", "").lower() == "none":
     DATABASES["default"]["CONN_MAX_AGE"] = None
+# dispatch_jobs on PostgreSQL: a direct connection, so the alias allows prepared
+# statements and the store prepares its enqueue INSERT (docs/deployment.md,
+# "Prepared statements"); BENCH_DJ_PREPARE=0 measures without.
+if (
+    SYSTEM == "dispatch_jobs"
+    and DATABASES["default"]["ENGINE"].endswith("postgresql")
+    and os.environ.get("BENCH_DJ_PREPARE", "1") != "0"
+):
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = 5
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -122,8 +122,9 @@ def _insert(
     if not own and new.size > 1:
         params[_COUNT] = new.size
     connection = connections[alias]
-    with connection.cursor() as cursor:
-        if connection.in_atomic_block and _binds_client_side(connection):
+    in_transaction = connection.in_atomic_block
+    with _prepared_cursor(connection) if not in_transaction else connection.cursor() as cursor:
+        if in_transaction and _binds_client_side(connection):
             _execute_in_savepoint(cursor, sql, params)
         else:
             cursor.execute(sql, params)
@@ -145,6 +146,32 @@ def _binds_client_side(connection: Any) -> bool:
     """Whether the connection's cursors bind parameters client-side (Django's
     default for psycopg 3), which lets one execute() carry several statements."""
     return not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
+
+
+def _prepares(connection: Any) -> bool:
+    """Whether the alias may hold prepared statements: its OPTIONS set psycopg's
+    ``prepare_threshold``. Django leaves it ``None`` (nothing is prepared, which
+    PgBouncer before 1.21 in transaction mode needs); a direct connection can set
+    it, and then the INSERT is planned once per shape and connection instead of at
+    every enqueue (on a one-row enqueue the plan costs more than the write)."""
+    return connection.settings_dict.get("OPTIONS", {}).get("prepare_threshold") is not None
+
+
+def _prepared_cursor(connection: Any) -> Any:
+    """A cursor for an INSERT in autocommit: on an alias that prepares, one that
+    binds server-side, which psycopg prepares once it has run a statement
+    ``prepare_threshold`` times (Django's own cursors bind client-side and never
+    prepare); else the connection's usual cursor. Either is Django's cursor
+    wrapper: errors are Django's, and the statement is logged and counted as any."""
+    if not _prepares(connection):
+        return connection.cursor()
+    from django.db.backends.postgresql import base
+
+    binding: Any = base.ServerBindingCursor  # psycopg 3's, which the stubs do not know
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        return connection._prepare_cursor(binding(connection.connection))
 
 
 def _execute_in_savepoint(cursor: Any, sql: str, params: Mapping[str, Any]) -> None:

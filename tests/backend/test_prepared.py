@@ -1,0 +1,112 @@
+"""PostgreSQL: the enqueue INSERT as a prepared statement, where the alias allows it.
+
+Django prepares nothing by default (``prepare_threshold`` is ``None``: PgBouncer
+before 1.21 in transaction mode cannot carry a prepared statement across server
+connections). An alias whose OPTIONS set ``prepare_threshold`` says its connection
+can hold them; there the store binds its INSERT server-side, psycopg prepares it,
+and an enqueue in autocommit skips the planning (on a one-row INSERT of this wide
+table the plan costs more than the write). The rows written must not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any
+
+import pytest
+from django.db import connection, transaction
+
+from dispatch_jobs.compat import Task
+from dispatch_jobs.models import Job
+from tests.backend.test_enqueue_rows import EACH_VARIANT, Calls, enqueue_many, reference
+from tests.jobs import tasks
+from tests.store.test_enqueue_rows import stored
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql", reason="prepared statements: PostgreSQL's engine"
+    ),
+]
+
+
+def _reconnect_with(threshold: int | None) -> None:
+    options = connection.settings_dict.setdefault("OPTIONS", {})
+    if threshold is None:
+        options.pop("prepare_threshold", None)
+    else:
+        options["prepare_threshold"] = threshold
+    connection.close()
+
+
+@pytest.fixture
+def preparing() -> Iterator[None]:
+    """The test database's alias with ``prepare_threshold = 0``: psycopg prepares a
+    statement the first time it runs it."""
+    _reconnect_with(0)
+    yield
+    _reconnect_with(None)
+
+
+def _prepared_inserts() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall() if "INSERT" in row[0]]
+
+
+def test_by_default_nothing_is_prepared() -> None:
+    tasks.add.enqueue(1, 2)
+    tasks.add.enqueue(3, 4)
+    tasks.add.enqueue_many([((i, i), {}) for i in range(3)])
+    assert _prepared_inserts() == []
+
+
+@pytest.mark.usefixtures("preparing")
+def test_an_alias_that_prepares_runs_the_insert_prepared() -> None:
+    first = tasks.add.enqueue(1, 2)
+    second = tasks.add.enqueue(3, 4)
+    bulk = tasks.add.enqueue_many([((i, i), {}) for i in range(3)])
+    prepared = _prepared_inserts()
+    # One statement per shape: the one-row INSERT, prepared once, served twice,
+    # and the many-row one.
+    assert len(prepared) == 2, prepared
+    assert all('INSERT INTO "dispatch_jobs_job"' in sql for sql in prepared)
+    ids = [int(first.id), int(second.id), *(int(r.id) for r in bulk)]
+    assert [job.args for job in Job.objects.filter(pk__in=ids).order_by("pk")] == [
+        [1, 2],
+        [3, 4],
+        [0, 0],
+        [1, 1],
+        [2, 2],
+    ]
+
+
+@pytest.mark.usefixtures("preparing")
+def test_in_the_callers_transaction_the_insert_keeps_its_savepoint() -> None:
+    """Inside ``atomic()`` the INSERT binds client-side and runs in its savepoint as
+    always, so a refusal leaves the caller's transaction usable; nothing prepared."""
+    with transaction.atomic():
+        tasks.add.enqueue(1, 2)
+        assert Job.objects.count() == 1
+    assert _prepared_inserts() == []
+
+
+@EACH_VARIANT
+@pytest.mark.usefixtures("preparing")
+def test_prepared_inserts_store_what_the_row_by_row_path_stored(
+    make: Callable[[], Task[..., Any]],
+    calls: Calls,
+    context: Callable[[], AbstractContextManager[Any]],
+) -> None:
+    task = make()
+    with context():
+        expected = [stored(reference(task, args, kwargs)) for args, kwargs in calls]
+        # Twice each: the first run prepares, the second executes the prepared plan
+        # (and a second plan may be the generic one).
+        for _ in range(2):
+            one_by_one = [int(task.enqueue(*args, **kwargs).id) for args, kwargs in calls]
+            bulk = [int(result.id) for result in enqueue_many(task, calls)]
+            assert [stored(job_id) for job_id in one_by_one] == expected
+            assert [stored(job_id) for job_id in bulk] == expected
+    assert _prepared_inserts()
