@@ -261,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report))
         return 0
     for key, value in report.items():
-        if isinstance(value, dict):
+        if key == "per_job":
+            print(f"{key}: " + ", ".join(f"{k} {v}" for k, v in value.items()))
+        elif isinstance(value, dict):
             print(f"{key}:")
             for label, count in value.items():
                 share = count / max(sampler.samples, 1)

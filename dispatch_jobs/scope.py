@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
+from contextlib import ContextDecorator
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 
@@ -22,15 +22,29 @@ def current_scope() -> Scope:
     return _current.get()
 
 
-@contextmanager
-def scope(app_id: str = "", org_id: str = "") -> Iterator[Scope]:
-    """Jobs enqueued inside the block carry this scope; handlers run inside it."""
-    value = Scope(app_id=str(app_id or ""), org_id=str(org_id or ""))
-    token = _current.set(value)
-    try:
-        yield value
-    finally:
-        _current.reset(token)
+class scope(ContextDecorator):  # noqa: N801 - used as a function: with scope(...)
+    """Jobs enqueued inside the block carry this scope; handlers run inside it.
+    ``with scope("app", "org") as chosen:`` (or as a decorator). A class rather
+    than a generator: a worker enters one per job."""
+
+    __slots__ = ("_token", "value")
+
+    def __init__(self, app_id: str = "", org_id: str = "") -> None:
+        self.value = Scope(app_id=str(app_id or ""), org_id=str(org_id or ""))
+        self._token: Token[Scope] | None = None
+
+    def __enter__(self) -> Scope:
+        self._token = _current.set(self.value)
+        return self.value
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._token is not None:
+            _current.reset(self._token)
+            self._token = None
+
+    def _recreate_cm(self) -> scope:
+        # As a decorator, each call of the function enters a block of its own.
+        return scope(self.value.app_id, self.value.org_id)
 
 
 def as_scope(value: object) -> Scope:

@@ -31,20 +31,29 @@ STOP_REQUESTED = "cancelled by an operator"
 
 
 class Cancellation:
-    """A one-shot, thread-safe cancellation signal with a reason."""
+    """A one-shot, thread-safe cancellation signal with a reason. Every held job
+    has one and nearly none is ever waited on, so the event a waiter needs is
+    made by the first ``wait`` (an ``Event`` costs a condition and two locks)."""
+
+    __slots__ = ("_event", "_lock", "_set", "by", "reason")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
         self._lock = threading.Lock()
+        self._event: threading.Event | None = None
+        self._set = False
         self.reason = ""
         self.by = ""  # who asked, for STOP_REQUESTED
 
     def cancel(self, reason: str, by: str = "") -> None:
         with self._lock:
-            if not self._event.is_set():
-                self.reason = reason
-                self.by = by
-                self._event.set()
+            if self._set:
+                return
+            self.reason = reason
+            self.by = by
+            self._set = True
+            event = self._event
+        if event is not None:
+            event.set()
 
     @property
     def why(self) -> str:
@@ -53,13 +62,20 @@ class Cancellation:
 
     @property
     def stop_requested(self) -> bool:
-        return self.is_set() and self.reason == STOP_REQUESTED
+        return self._set and self.reason == STOP_REQUESTED
 
     def is_set(self) -> bool:
-        return self._event.is_set()
+        return self._set
 
     def wait(self, seconds: float) -> bool:
-        return self._event.wait(max(0.0, seconds))
+        """Block until cancelled or ``seconds`` pass; True when cancelled."""
+        with self._lock:
+            if self._set:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(max(0.0, seconds))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

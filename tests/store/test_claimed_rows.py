@@ -1,0 +1,87 @@
+"""A claimed job is the row as the ORM reads it, however it was built.
+
+The claim builds hundreds of jobs per call from its ``RETURNING`` rows; it skips
+the model's constructor and decodes empty JSON containers itself. Neither may
+show: every field equals what ``Job.objects.get`` reads, JSON containers are
+fresh objects, and a ``post_init`` receiver still sees every claimed job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db.models.signals import post_init
+
+from dispatch_jobs import store
+from dispatch_jobs.models import Job
+from tests.store.support import claim
+
+pytestmark = pytest.mark.django_db
+
+
+def _fields(job: Job) -> dict[str, Any]:
+    return {f.attname: getattr(job, f.attname) for f in Job._meta.concrete_fields}
+
+
+def _enqueue(make_job: Any) -> list[Job]:
+    return store.enqueue_jobs(
+        [
+            make_job(),
+            make_job(
+                payload={"args": [1, "é", None, [], {}], "kwargs": {"k": {"n": [1.5]}}},
+                resources={"memory": 2**20, "team-x": 2},
+                timeout=timedelta(seconds=7),
+                lease_ttl=timedelta(seconds=30),
+                scope_app_id="app",
+                scope_org_id="org",
+            ),
+        ]
+    )
+
+
+def test_claimed_jobs_equal_what_the_orm_reads(make_job: Any) -> None:
+    _enqueue(make_job)
+    claimed = claim(limit=10, worker_id="w1", lease_ttl=timedelta(seconds=60))
+    assert len(claimed) == 2
+    for job in claimed:
+        read = Job.objects.get(pk=job.pk)
+        assert _fields(job) == _fields(read)
+        assert {k: type(v) for k, v in _fields(job).items()} == {
+            k: type(v) for k, v in _fields(read).items()
+        }
+        assert job._state.adding is False
+        assert job._state.db == "default"
+        assert job == read
+    # Empty containers are each job's own: changing one changes no other.
+    first, second = claimed
+    first.attempts.append({"n": 1})
+    assert second.attempts == []
+    job = claimed[0]
+    job.last_error = "saved through the ORM"
+    job.save(update_fields=["last_error"])
+    assert Job.objects.get(pk=job.pk).last_error == "saved through the ORM"
+
+
+@pytest.fixture
+def initialised() -> Iterator[list[Job]]:
+    seen: list[Job] = []
+
+    def receiver(sender: type[Job], instance: Job, **kwargs: Any) -> None:
+        seen.append(instance)
+
+    post_init.connect(receiver, sender=Job)
+    yield seen
+    post_init.disconnect(receiver, sender=Job)
+
+
+def test_a_post_init_receiver_sees_every_claimed_job(
+    make_job: Any, initialised: list[Job]
+) -> None:
+    _enqueue(make_job)
+    initialised.clear()
+    claimed = claim(limit=10, worker_id="w1", lease_ttl=timedelta(seconds=60))
+    assert len(claimed) == 2
+    assert [id(job) for job in initialised] == [id(job) for job in claimed]
