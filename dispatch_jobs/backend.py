@@ -10,7 +10,8 @@ Configure it through Django's ``TASKS`` setting::
     }
 
 It honours every ``supports_*`` flag Django defines: ``run_after`` (defer),
-coroutine tasks, priority, and ``get_result`` from any process.
+coroutine tasks, priority, and ``get_result`` from any process. The checks of one
+call and the columns of its row are ``calls``; the backend writes them.
 
 The store and models are imported inside methods, never at module level: Django
 builds backends when the first ``@task`` decorator runs, which is at import time of
@@ -20,36 +21,35 @@ a tasks module, possibly before the app registry is ready.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.checks import CheckMessage, Error
 from django.db import transaction
 
-from . import compat, estimates, inputs, names, tracing
+from . import compat, estimates, names, tracing
+from .calls import (
+    Call,
+    bound_inputs,
+    call_columns,
+    check_call,
+    check_calls,
+    estimated_resources,
+    frozen,
+    new_jobs,
+    task_columns,
+)
 from .conf import settings
 from .exceptions import TaskNotFound
-from .resources import ResourceSet
 from .results import enqueued_result, job_to_result, parse_result_id, task_as_enqueued
-from .scope import Scope, current_scope
 from .task import DispatchTask
-from .validation import (
-    aware_run_after,
-    check_arguments,
-    check_schedulable,
-    check_scope,
-    check_task_fields,
-    encode_arguments,
-    live_window,
-)
+from .validation import check_arguments, check_task_fields, live_window
 
 if TYPE_CHECKING:
     from .models import Job
-    from .store import EncodedJSON, NewJobs
 
 # The backend takes no OPTIONS of its own: engine settings live in DISPATCH_JOBS.
 KNOWN_OPTIONS: frozenset[str] = frozenset()
@@ -112,9 +112,7 @@ class DispatchBackend(compat.BaseTaskBackend):
         capacities = self._capacities_for([task], [(args, kwargs)])
         definition = _as_dispatch_task(task)
         self.validate_task(definition)
-        checked = [
-            _frozen(call) for call in self._check_calls(definition, [(args, kwargs)], capacities)
-        ]
+        checked = [frozen(call) for call in check_calls(definition, [(args, kwargs)], capacities)]
         transaction.on_commit(
             partial(self._insert, task, definition, checked), using=settings.database
         )
@@ -176,33 +174,10 @@ class DispatchBackend(compat.BaseTaskBackend):
         """Validate every call, write them all in one INSERT, then send
         ``task_enqueued`` for each, with the backend class as sender (Django's
         contract). The task is validated already."""
-        return self._insert(task, definition, self._check_calls(definition, calls, capacities))
-
-    def _check_calls(
-        self,
-        definition: DispatchTask,
-        calls: Sequence[tuple[Sequence[Any], Mapping[str, Any]]],
-        capacities: Sequence[Mapping[str, int]],
-    ) -> list[_Call]:
-        """Validate every call (the task is validated already); raises before any
-        write."""
-        cap = settings.max_payload_bytes  # once: a settings read costs more than a check
-        checked: list[_Call] = []
-        resolved = None
-        bound = _bound_inputs(definition) if calls else {}  # the same for every call
-        estimated = _estimated(definition, bound, capacities) if calls else {}
-        for args, kwargs in calls:
-            call = _check_call(
-                definition, args, kwargs, capacities, cap, resolved, bound, estimated
-            )
-            if definition.resource_func is None:
-                # Nothing else varies them: every call resolves the same resources.
-                resolved = (call.requests, call.limits)
-            checked.append(call)
-        return checked
+        return self._insert(task, definition, check_calls(definition, calls, capacities))
 
     def _insert(
-        self, task: compat.Task, definition: DispatchTask, checked: Sequence[_Call]
+        self, task: compat.Task, definition: DispatchTask, checked: Sequence[Call]
     ) -> list[compat.TaskResult]:
         """Write validated calls in one INSERT and send ``task_enqueued`` for each."""
         from .store import insert_jobs
@@ -211,7 +186,7 @@ class DispatchBackend(compat.BaseTaskBackend):
         if not checked:
             return []
         with tracing.enqueue_span(definition.job_name, definition.queue_name, len(checked)) as ctx:
-            new = _new_jobs(definition, checked, ctx)
+            new = new_jobs(definition, checked, ctx)
             created = insert_jobs(new)
         result_task = task_as_enqueued(
             task, new.shared["queue"], new.shared["priority"], self.alias
@@ -257,139 +232,13 @@ def job_of_call(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any
     definition = _as_dispatch_task(task)
     backend.validate_task(definition)
     capacities = backend._capacities_for([task], [(args, kwargs)])
-    bound = _bound_inputs(definition)
-    estimated = _estimated(definition, bound, capacities)
-    call = _check_call(
+    bound = bound_inputs(definition)
+    estimated = estimated_resources(definition, bound, capacities)
+    call = check_call(
         definition, args, kwargs, capacities, settings.max_payload_bytes, None, bound, estimated
     )
-    columns = {**_task_columns(definition), **_call_columns(call)}
+    columns = {**task_columns(definition), **call_columns(call)}
     return Job(payload=call.payload.value, **columns)
-
-
-class _Call(NamedTuple):
-    """One validated call: its arguments, their encoded payload, the scope and
-    resources it resolved, and the columns of its bound inputs."""
-
-    args: Sequence[Any]
-    kwargs: Mapping[str, Any]
-    payload: EncodedJSON
-    scope: Scope
-    requests: ResourceSet
-    limits: ResourceSet
-    inputs: Mapping[str, Any]
-
-
-def _check_call(
-    definition: DispatchTask,
-    args: Sequence[Any],
-    kwargs: Mapping[str, Any],
-    capacities: Sequence[Mapping[str, int]],
-    max_payload_bytes: int,
-    resolved: tuple[ResourceSet, ResourceSet] | None,
-    bound: Mapping[str, Any],
-    estimated: Mapping[str, int],
-) -> _Call:
-    """Validate one call and resolve what it contributes to its row. Raises
-    before any write. ``resolved``: the resources of an earlier call, when they
-    cannot differ (checked then, in this order)."""
-    payload = encode_arguments(definition, args, kwargs, max_payload_bytes)
-    scope = definition.scope or current_scope()
-    check_scope(definition, scope)
-    if resolved is None:
-        resolved = definition.resolve_resources(args, kwargs, estimated)
-        check_schedulable(definition, resolved[0], capacities)
-    return _Call(args, kwargs, payload, scope, *resolved, bound)
-
-
-def _frozen(call: _Call) -> _Call:
-    """A checked call that no later change to the caller's objects can alter: its
-    payload as the value decoded from the text that was checked (the ORM path
-    stores the value; a list the caller appends to before the commit would
-    otherwise be written as it is then, unchecked)."""
-    from .store import EncodedJSON
-
-    text = call.payload.text
-    payload = json.loads(text)
-    return call._replace(
-        args=payload["args"], kwargs=payload["kwargs"], payload=EncodedJSON(payload, text)
-    )
-
-
-def _new_jobs(
-    definition: DispatchTask, calls: Sequence[_Call], trace_context: dict[str, str] | None
-) -> NewJobs:
-    """The rows of validated calls, as columns: the task's options are shared by
-    every row; each payload is its own; scope and resources are shared unless a
-    call differs (a ``resource_func``). The enqueue span's trace context, when
-    tracing is on, is shared too (absent otherwise: the column stays NULL)."""
-    from .store import NewJobs
-
-    shared = _task_columns(definition)
-    if trace_context is not None:
-        shared["trace_context"] = trace_context
-    own: dict[str, list[Any]] = {"payload": [call.payload for call in calls]}
-    first = calls[0]
-    decided = (first.scope, first.requests, first.limits)
-    if all((call.scope, call.requests, call.limits) == decided for call in calls):
-        shared.update(_call_columns(first))
-    else:
-        rows = [_call_columns(call) for call in calls]
-        own.update({attname: [row[attname] for row in rows] for attname in rows[0]})
-    return NewJobs(len(calls), shared, own)
-
-
-def _task_columns(definition: DispatchTask) -> dict[str, Any]:
-    """The columns a task's options decide: the same for every call of it."""
-    columns: dict[str, Any] = dict(
-        name=definition.job_name,
-        queue=definition.queue_name,
-        priority=int(definition.priority),
-        max_retries=definition.max_retries,
-        timeout=definition.timeout,
-        lease_ttl=definition.lease_ttl,
-        resource_class=definition.resource_class,
-        execution=definition.execution,
-    )
-    run_at = aware_run_after(definition)
-    if run_at is not None:
-        # Omitted otherwise: the column's default is the database's now.
-        columns["run_at"] = run_at
-    return columns
-
-
-def _call_columns(call: _Call) -> dict[str, Any]:
-    """The columns one call's scope and resolved resources decide."""
-    from .store import resource_columns
-
-    columns = resource_columns(call.requests)
-    columns["scope_app_id"] = call.scope.app_id
-    columns["scope_org_id"] = call.scope.org_id
-    columns["resources"] = dict(call.requests)
-    columns["resource_limits"] = dict(call.limits)
-    columns.update(call.inputs)
-    return columns
-
-
-def _estimated(
-    definition: DispatchTask, bound: Mapping[str, Any], capacities: Sequence[Mapping[str, int]]
-) -> dict[str, int]:
-    """What the usage estimator raises, once per enqueue call (every call of it
-    shares the task and its inputs, hence the bucket); {} unless it is wanted."""
-    if not estimates.wants_estimate(definition):
-        return {}
-    found = estimates.estimate_for(definition.job_name, bound.get("input_bytes", 0))
-    if found is None:
-        return {}
-    return estimates.clamp(
-        found.as_resources(), definition.resources, definition.resource_limits, capacities
-    )
-
-
-def _bound_inputs(definition: DispatchTask) -> dict[str, Any]:
-    """The input columns of the task's bindings, every input rule checked (one
-    query, and none when the task declares no inputs)."""
-    where = f"Task {definition.module_path}"
-    return inputs.resolve(where, definition.inputs, definition.input_bindings)
 
 
 def _as_dispatch_task(task: compat.Task) -> DispatchTask:

@@ -4,7 +4,7 @@ cannot drift from it.
 A page asks for a table with a marker line, replaced when the page is built:
 
 - ``<!-- generated: settings -->``: every ``DISPATCH_JOBS`` key, its default and
-  what it does, from the table in ``dispatch_jobs/conf.py``;
+  what it does, from the table in ``dispatch_jobs/conf/``;
 - ``<!-- generated: checks -->``: every system-check id found in the package, with
   its message (placeholders shown as ``‹name›``) and where it is raised;
 - ``<!-- generated: runjobs -->``: the ``runjobs`` arguments from its argparse parser;
@@ -151,15 +151,17 @@ def check_rows() -> list[tuple[str, str, str, str, str]]:
     """(id, level, message, hint, module) for every check id the package raises:
     in an ``Error``/``Warning`` call itself, or passed to a helper of the same
     module that builds one, or declared for a setting's value in the settings
-    table (``dispatch_jobs/conf.py``)."""
+    table (``dispatch_jobs/conf/``, the module of the setting's section)."""
     _django()
-    from dispatch_jobs.conf import TABLE
+    from dispatch_jobs.conf import TABLE, Settings
 
     rows: dict[tuple[str, str], tuple[str, str, str, str, str]] = {}
     for setting in TABLE:
         if setting.check:
             message = setting.kind.message("DISPATCH_JOBS[‹key›]", "‹value›")
-            row = (setting.check, "error", message, setting.kind.hint, "dispatch_jobs/conf.py")
+            section = next(c for c in Settings.__mro__ if setting.key.lower() in vars(c))
+            module = section.__module__.replace(".", "/") + ".py"
+            row = (setting.check, "error", message, setting.kind.hint, module)
             rows[(setting.check, message)] = row
     for path in sorted(PACKAGE.rglob("*.py")):
         if "migrations" in path.parts:

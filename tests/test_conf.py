@@ -1,4 +1,4 @@
-"""The settings table (dispatch_jobs/conf.py): each entry gives a typed attribute,
+"""The settings table (dispatch_jobs/conf/): each entry gives a typed attribute,
 its default, the check of its value, and its row of the settings page."""
 
 from __future__ import annotations

@@ -18,22 +18,20 @@ renewed by the heartbeat) until the outcome is safely stored or the job dropped.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 
 from django.db import connections
 
-from .. import rungs, scheduler, store
+from .. import rungs
 from ..exceptions import GaveUp
 from ..models import Job, JobState
-from ..queue_limits import settings_queue_limits
+from . import handback, startup
 from . import metrics as worker_metrics
 from .children import Children
 from .completer import Completer
 from .config import WorkerConfig
-from .context import HANDED_BACK
 from .decode import lease_ttl_of
 from .executor import Attempt, deadline_for, execute
 from .executors import Executors
@@ -49,7 +47,7 @@ from .registry import Registry
 from .shutdown import Shutdown
 from .staging import ArtifactCache
 from .summary import Stats, Summary, banner
-from .transient import reset_connection, retry_transient
+from .transient import reset_connection
 
 logger = logging.getLogger("dispatch_jobs.worker")
 
@@ -116,8 +114,7 @@ class Pool:
     def run(self) -> int:
         logger.info(banner(self.config))
         self.registry.register()
-        self._sync_schedules()
-        self._sync_queue_limits()
+        startup.sync_at_start()
         if self.children is not None:
             self.children.prewarm(self.config.concurrency)
         self.executors.start()
@@ -136,34 +133,6 @@ class Pool:
                 self.metrics.close()
         logger.info("runjobs %s stopped: %s", self.config.worker_id, self.stats.line(0))
         return 0
-
-    def _sync_schedules(self) -> None:
-        """Write the code-declared schedules (``@periodic``, SCHEDULES) at start.
-        A failure is logged, not fatal: the schedules already stored still fire."""
-        try:
-            report = scheduler.sync_declared_schedules()
-        except Exception:  # noqa: BLE001 - jobs must still run
-            logger.exception("Syncing the declared schedules failed.")
-            reset_connection()
-            return
-        if report.created or report.updated:
-            logger.info(
-                "Schedules synced: %d created, %d updated.",
-                len(report.created),
-                len(report.updated),
-            )
-
-    def _sync_queue_limits(self) -> None:
-        """Write the settings' QUEUE_LIMITS onto the queues at start (limits set in
-        the admin win). A failure is logged, not fatal: the stored limits hold."""
-        try:
-            changed = store.sync_queue_limits(settings_queue_limits())
-        except Exception:  # noqa: BLE001 - jobs must still run
-            logger.exception("Syncing the QUEUE_LIMITS setting failed.")
-            reset_connection()
-            return
-        if changed:
-            logger.info("Queue limits synced from settings: %s.", ", ".join(changed))
 
     def _fetch_loop(self) -> None:
         while not self.shutdown.draining.is_set():
@@ -230,28 +199,10 @@ class Pool:
         self.dispatched += 1
         self.stats.count("dispatched")
         if not self.ledger.fits_at_all(held):
-            self._hand_back_unfit(held)
+            if handback.hand_back_unfit(held, self.config.worker_id, self.shutdown.draining):
+                self._forget(held)
             return
         self.executors.submit(held)
-
-    def _hand_back_unfit(self, held: Held) -> None:
-        """A job needing more of a custom key than this worker has at all (the
-        claim matches custom keys by presence only): back to pending, for a
-        worker that has enough."""
-        if not held.drop():
-            return
-        logger.warning(
-            "Job %s needs custom resources %s, more than this worker's budget: handing it back.",
-            held.job.pk,
-            held.job.resources,
-        )
-        with contextlib.suppress(GaveUp):  # else its lease lapses instead
-            retry_transient(
-                lambda: store.release_leases(self.config.worker_id, [(held.job.pk, held.epoch)]),
-                "handing back a job that does not fit",
-                stop=self.shutdown.draining,
-            )
-        self._forget(held)
 
     def _execute(self, held: Held) -> None:
         """Run one held job on an executor thread (its connection is the thread's)."""
@@ -347,37 +298,7 @@ class Pool:
             if left <= 0:
                 break
             self.inflight.wait_empty(min(left, 0.05))
-        self._hand_back()
-
-    def _hand_back(self) -> None:
-        """Return unfinished jobs to pending: evict_count + 1 and a new epoch (the
-        fence), never retry_count: being drained is not the job's failure."""
-        entries = [held for held in self.inflight if held.drop()]
-        if not entries:
-            return
-        for held in entries:
-            held.cancellation.cancel(HANDED_BACK)
-        leases = [(held.job.pk, held.epoch) for held in entries]
-        gave_up = threading.Event()
-        timer = threading.Timer(self._write_budget(), gave_up.set)
-        timer.start()
-        try:
-            returned = retry_transient(
-                lambda: store.release_leases(self.config.worker_id, leases),
-                "handing jobs back",
-                stop=gave_up,
-            )
-            logger.info(
-                "Handed back %d unfinished job(s): %s",
-                len(returned),
-                ", ".join(str(job.pk) for job in returned),
-            )
-        except GaveUp:
-            logger.warning("Could not hand jobs back; their leases will lapse instead.")
-        finally:
-            timer.cancel()
-        for held in entries:
-            self.inflight.remove(held)
+        handback.hand_back(self.inflight, self.config.worker_id, self._write_budget())
 
     def _stop_stages(self) -> None:
         # Outcomes already handed to the completer are written first, while the
