@@ -72,3 +72,34 @@ def test_a_new_entry_is_checked_with_no_other_code():
 
 def test_every_entry_is_documented():
     assert [setting.key for setting in TABLE if not setting.doc.strip()] == []
+
+
+def test_a_value_read_once_is_kept_until_a_setting_changes():
+    with override_settings(DISPATCH_JOBS={"LEASE_TTL": timedelta(seconds=45)}):
+        assert settings.lease_ttl == timedelta(seconds=45)
+        assert settings.read_values["LEASE_TTL"] == timedelta(seconds=45)
+        with override_settings(DISPATCH_JOBS={"LEASE_TTL": timedelta(seconds=12)}):
+            # override_settings sends setting_changed: the kept value is forgotten.
+            assert settings.lease_ttl == timedelta(seconds=12)
+        assert settings.lease_ttl == timedelta(seconds=45)
+    assert settings.lease_ttl == timedelta(seconds=30)
+
+
+@pytest.fixture
+def django_settings(settings):  # pytest-django's, under a name that leaves ours alone
+    return settings
+
+
+def test_the_settings_fixture_is_seen_too(django_settings):
+    assert settings.max_payload_bytes == 64 * 1024
+    django_settings.DISPATCH_JOBS = {"MAX_PAYLOAD_BYTES": 1000}
+    assert settings.max_payload_bytes == 1000
+
+
+def test_a_list_is_read_afresh_so_changing_one_changes_no_other():
+    with override_settings(DISPATCH_JOBS={"WORKER_QUEUES": ["a", "b"]}):
+        first = settings.worker_queues
+        assert first == ["a", "b"]
+        first.append("c")
+        assert settings.worker_queues == ["a", "b"]
+        assert "WORKER_QUEUES" not in settings.read_values

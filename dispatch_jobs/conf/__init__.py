@@ -11,7 +11,11 @@ The entries are declared one module per part of the settings page
 (``store_settings``, ``worker_settings``, ``admin_settings``, ``task_settings``);
 ``Settings`` gathers them, and ``setting`` holds the declaration itself.
 
-Values are read on every access, so ``override_settings`` works in tests.
+A value is read from ``settings.DISPATCH_JOBS`` the first time and kept (an
+enqueue reads several, and each read went through Django's lazy settings and the
+kind's parsing); Django's ``setting_changed`` signal, which ``override_settings``
+and pytest-django's ``settings`` fixture send, forgets them all, so tests still see
+their overrides. Lists and dicts are read afresh every time.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
 from .admin_settings import AdminSettings
 from .setting import ADMIN, ARTIFACTS, METRICS, STORE, TASKS, WORKER, Section, Setting
@@ -48,6 +54,14 @@ __all__ = [
 class Settings(TaskSettings, AdminSettings, WorkerSettings, StoreSettings):
     """Typed accessors over ``settings.DISPATCH_JOBS``: one ``Setting`` per key."""
 
+    def __init__(self) -> None:
+        # The values read so far, by key (see the module's docstring).
+        self.read_values: dict[str, Any] = {}
+
+    def forget(self) -> None:
+        """Read every value again at its next access."""
+        self.read_values = {}
+
     @property
     def user_settings(self) -> dict[str, Any]:
         value = getattr(django_settings, "DISPATCH_JOBS", {})
@@ -69,6 +83,12 @@ TABLE: tuple[Setting[Any], ...] = tuple(
 DEFAULTS: dict[str, Any] = {setting.key: setting.default for setting in TABLE}
 
 settings = Settings()
+
+
+@receiver(setting_changed)
+def _settings_changed(**kwargs: Any) -> None:
+    # Any setting: a kind may read another (and a change outside tests is rare).
+    settings.forget()
 
 
 def declared_queues() -> set[str]:

@@ -5,12 +5,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, overload
 
 from ..setting_kinds import Kind
 
 if TYPE_CHECKING:
     from . import Settings
+
+
+# What a read may hand out again: a value no caller can change (a list or a dict
+# is read afresh each time, so changing one changes nothing else).
+IMMUTABLE = (str, int, float, bool, timedelta, tuple, frozenset, type(None))
 
 
 @dataclass(frozen=True)
@@ -62,10 +68,16 @@ class Setting[T]:
     def __get__(self, instance: Settings | None, owner: type) -> Setting[T] | T:
         if instance is None:
             return self
+        known = instance.read_values
+        if self.key in known:
+            return known[self.key]
         value = instance.user_settings.get(self.key, self.default)
         if self.or_setting and not value:
             value = instance.get(self.or_setting)
-        return self.kind.read(value)
+        result = self.kind.read(value)
+        if isinstance(result, IMMUTABLE):
+            known[self.key] = result
+        return result
 
     def problem(self, value: object) -> str | None:
         """The check's message refusing ``value`` for this key, or None."""

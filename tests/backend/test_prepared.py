@@ -19,9 +19,8 @@ from django.db import connection, transaction
 
 from dispatch_jobs.compat import Task
 from dispatch_jobs.models import Job
-from tests.backend.test_enqueue_rows import EACH_VARIANT, Calls, enqueue_many, reference
+from tests.backend.test_enqueue_rows import EACH_VARIANT, Calls, same_rows_as_the_row_by_row_path
 from tests.jobs import tasks
-from tests.store.test_enqueue_rows import stored
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -99,14 +98,6 @@ def test_prepared_inserts_store_what_the_row_by_row_path_stored(
     calls: Calls,
     context: Callable[[], AbstractContextManager[Any]],
 ) -> None:
-    task = make()
-    with context():
-        expected = [stored(reference(task, args, kwargs)) for args, kwargs in calls]
-        # Twice each: the first run prepares, the second executes the prepared plan
-        # (and a second plan may be the generic one).
-        for _ in range(2):
-            one_by_one = [int(task.enqueue(*args, **kwargs).id) for args, kwargs in calls]
-            bulk = [int(result.id) for result in enqueue_many(task, calls)]
-            assert [stored(job_id) for job_id in one_by_one] == expected
-            assert [stored(job_id) for job_id in bulk] == expected
+    # Twice each: the first run prepares, the second executes the prepared plan.
+    same_rows_as_the_row_by_row_path(make(), calls, context, rounds=2)
     assert _prepared_inserts()
