@@ -185,10 +185,27 @@ def _batch_sql(connection: BaseDatabaseWrapper) -> str:
         "ON v._id = locked.id "
         "WHERE job.id = locked.id AND locked.lease_epoch = v._epoch "
         "AND locked.worker_id = %s AND locked.state = %s "
-        "RETURNING job.*, v._wall, v._cpu, v._executor, v._rss, v._disk), "
+        f"RETURNING {', '.join(f'job.{quote(c)}' for c in _USAGE_COLUMNS)}, "
+        "v._wall, v._cpu, v._executor, v._rss, v._disk), "
         f"{_usage_insert(connection)} "
         "SELECT id FROM done"
     )
+
+
+# The written rows' columns the usage rows are made of (``_usage_insert``): the
+# batch returns these, not whole rows (every column of hundreds of rows, copied
+# into the CTE's result for nothing).
+_USAGE_COLUMNS = (
+    "id",
+    "name",
+    "queue",
+    "attempts",
+    "state",
+    "input_bytes",
+    "resources",
+    "scope_app_id",
+    "scope_org_id",
+)
 
 
 def _usage_insert(connection: BaseDatabaseWrapper) -> str:
