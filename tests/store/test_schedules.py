@@ -4,6 +4,7 @@ now, and the errors a schedule keeps instead of crashing maintenance."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -34,6 +35,18 @@ def overdue(row: Schedule, ticks: int) -> Schedule:
     Schedule.objects.filter(pk=row.pk).update(next_fire_at=due)
     row.refresh_from_db()
     return row
+
+
+def clear_of_the_latest_tick(margin: float = 2.0) -> None:
+    """Wait until the database's clock is at least ``margin`` seconds from a minute
+    tick on either side: a tick due within the grace always fires, whatever the
+    missed-tick policy, and a tick falling due mid-test fires one more job."""
+    now = db_now()
+    since = (now - now.replace(second=0, microsecond=0)).total_seconds()
+    if since < margin:
+        time.sleep(margin - since)
+    elif since > 60 - margin:
+        time.sleep(60 - since + margin)
 
 
 # --- sync -------------------------------------------------------------------------
@@ -156,6 +169,7 @@ def test_next_fire_never_moves_back():
 
 
 def test_a_due_tick_fires_with_the_schedules_queue_and_priority():
+    clear_of_the_latest_tick()  # the next tick must not fall due mid-test
     row = overdue(schedule(queue="high", priority=7), 0)
     assert scheduler.fire_due_schedules() == 1
     job = Job.objects.get()
@@ -174,6 +188,7 @@ def test_missed_ticks_fire_once_for_the_latest_under_the_latest_policy():
 
 
 def test_missed_ticks_fire_nothing_under_the_skip_policy():
+    clear_of_the_latest_tick()
     row = overdue(schedule(missed=MissedTicks.SKIP), 5)
     assert scheduler.fire_due_schedules(grace=timedelta(seconds=1)) == 0
     assert not Job.objects.exists() and not ScheduleTick.objects.exists()
@@ -188,6 +203,7 @@ def test_a_tick_within_the_grace_fires_under_either_policy():
 
 
 def test_disabled_schedules_do_not_fire_and_enabling_does_not_count_the_sleep_as_missed():
+    clear_of_the_latest_tick()  # the next tick must not fall due mid-test
     row = overdue(schedule(), 30)
     store.set_schedules_enabled([row.pk], False)
     assert scheduler.fire_due_schedules() == 0
