@@ -101,3 +101,23 @@ def test_prepared_inserts_store_what_the_row_by_row_path_stored(
     # Twice each: the first run prepares, the second executes the prepared plan.
     same_rows_as_the_row_by_row_path(make(), calls, context, rounds=2)
     assert _prepared_inserts()
+
+
+@pytest.mark.usefixtures("preparing")
+def test_a_row_refused_on_the_prepared_path_fails_alone() -> None:
+    """One job's value the database refuses (a priority over 64 bits, which the
+    backend's checks would stop; ``insert_jobs`` skips them) fails that enqueue
+    alone: nothing of it is written, and the next enqueues on the same connection,
+    prepared, go on."""
+    from django.db import DatabaseError
+
+    from dispatch_jobs.store import NewJobs, insert_jobs
+
+    before = tasks.add.enqueue(1, 2)
+    row = NewJobs(1, {"name": "tests.jobs.tasks.add", "queue": "default", "priority": 2**70}, {})
+    with pytest.raises((DatabaseError, OverflowError)):
+        insert_jobs(row)
+    after = tasks.add.enqueue(3, 4)
+    assert [job.args for job in Job.objects.order_by("pk")] == [[1, 2], [3, 4]]
+    assert int(after.id) > int(before.id)
+    assert _prepared_inserts()

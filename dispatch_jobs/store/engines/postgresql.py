@@ -177,6 +177,7 @@ def _batch_sql(connection: BaseDatabaseWrapper) -> str:
     # UPDATE's WHERE: there the planner may pick the worker_id index to test the
     # fence and read every row this worker ever ran, growing with the table.
     # Here the only predicate on the table is its key.
+    returned = ", ".join(f"{value} AS {name}" for name, value in _USAGE_FROM_JOB.items())
     return (
         "WITH locked AS MATERIALIZED (SELECT id, lease_epoch, worker_id, state "
         f"FROM {table} WHERE id = ANY(%s) ORDER BY id FOR UPDATE), "
@@ -185,45 +186,35 @@ def _batch_sql(connection: BaseDatabaseWrapper) -> str:
         "ON v._id = locked.id "
         "WHERE job.id = locked.id AND locked.lease_epoch = v._epoch "
         "AND locked.worker_id = %s AND locked.state = %s "
-        f"RETURNING {', '.join(f'job.{quote(c)}' for c in _USAGE_COLUMNS)}, "
+        f"RETURNING {returned}, "
         "v._wall, v._cpu, v._executor, v._rss, v._disk), "
         f"{_usage_insert(connection)} "
-        "SELECT id FROM done"
+        "SELECT job_id FROM done"
     )
 
 
-# The written rows' columns the usage rows are made of (``_usage_insert``): the
-# batch returns these, not whole rows (every column of hundreds of rows, copied
-# into the CTE's result for nothing).
-_USAGE_COLUMNS = (
-    "id",
-    "name",
-    "queue",
-    "attempts",
-    "state",
-    "input_bytes",
-    "resources",
-    "scope_app_id",
-    "scope_org_id",
-)
+# Each usage column taken from the job row as written, and its value: the batch
+# returns these (not whole rows: every column of hundreds of rows, copied into the
+# CTE's result for nothing), named after the usage columns they fill.
+_USAGE_FROM_JOB = {
+    "job_id": "job.id",
+    "name": "job.name",
+    "queue": "job.queue",
+    "attempt": "COALESCE(jsonb_array_length(job.attempts), 0)",
+    "status": "job.state",
+    "input_bytes": "job.input_bytes",
+    "resources": "job.resources",
+    "scope_app_id": "job.scope_app_id",
+    "scope_org_id": "job.scope_org_id",
+}
 
 
 def _usage_insert(connection: BaseDatabaseWrapper) -> str:
     """The CTE that writes a usage row for each written completion that was
     measured (``_wall`` set), its columns taken from the row as written."""
     quote = connection.ops.quote_name
-    from_job = {
-        "job_id": "id",
-        "name": "name",
-        "queue": "queue",
-        "attempt": "COALESCE(jsonb_array_length(attempts), 0)",
-        "status": "state",
-        "input_bytes": "input_bytes",
-        "resources": "resources",
-        "scope_app_id": "scope_app_id",
-        "scope_org_id": "scope_org_id",
-    }
-    values = {**from_job, "wall_time": "_wall", "cpu_time": "_cpu", "executor": "_executor"}
+    values = {name: name for name in _USAGE_FROM_JOB}
+    values.update(wall_time="_wall", cpu_time="_cpu", executor="_executor")
     values.update(peak_rss="_rss", disk_written="_disk", worker_id="%s")
     values["recorded_at"] = "STATEMENT_TIMESTAMP()"
     columns = {f.name: str(f.column) for f in Usage._meta.concrete_fields}

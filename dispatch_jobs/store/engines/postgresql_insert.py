@@ -122,9 +122,8 @@ def _insert(
     if not own and new.size > 1:
         params[_COUNT] = new.size
     connection = connections[alias]
-    in_transaction = connection.in_atomic_block
-    with _prepared_cursor(connection) if not in_transaction else connection.cursor() as cursor:
-        if in_transaction and _binds_client_side(connection):
+    with _insert_cursor(connection) as cursor:
+        if connection.in_atomic_block and _binds_client_side(connection):
             _execute_in_savepoint(cursor, sql, params)
         else:
             cursor.execute(sql, params)
@@ -157,13 +156,15 @@ def _prepares(connection: Any) -> bool:
     return connection.settings_dict.get("OPTIONS", {}).get("prepare_threshold") is not None
 
 
-def _prepared_cursor(connection: Any) -> Any:
-    """A cursor for an INSERT in autocommit: on an alias that prepares, one that
-    binds server-side, which psycopg prepares once it has run a statement
+def _insert_cursor(connection: Any) -> Any:
+    """The INSERT's cursor: in autocommit on an alias that prepares, one that binds
+    server-side, which psycopg prepares once it has run a statement
     ``prepare_threshold`` times (Django's own cursors bind client-side and never
-    prepare); else the connection's usual cursor. Either is Django's cursor
-    wrapper: errors are Django's, and the statement is logged and counted as any."""
-    if not _prepares(connection):
+    prepare); else the connection's usual cursor (inside ``atomic()`` the INSERT
+    rides in a savepoint in the same round trip, which needs client-side binding).
+    Either is Django's cursor wrapper: errors are Django's, and the statement is
+    logged and counted as any."""
+    if connection.in_atomic_block or not _prepares(connection):
         return connection.cursor()
     from django.db.backends.postgresql import base
 
