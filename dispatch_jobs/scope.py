@@ -27,8 +27,6 @@ class scope(ContextDecorator):  # noqa: N801 - used as a function: with scope(..
     ``with scope("app", "org") as chosen:`` (or as a decorator). A class rather
     than a generator: a worker enters one per job."""
 
-    __slots__ = ("_token", "value")
-
     def __init__(self, app_id: str = "", org_id: str = "") -> None:
         self.value = Scope(app_id=str(app_id or ""), org_id=str(org_id or ""))
         self._token: Token[Scope] | None = None
