@@ -88,7 +88,14 @@ PROPOSAL_LIVE = {
     )
     for name, definition in PROPOSAL.items()
 }
-DEFINITIONS = {**INDEXES, **DIET, **PROPOSAL, **PROPOSAL_LIVE}
+# ... and as migration 0015 (the second step) leaves them: the filter indexes
+# partial on the finished states; the state index and the sort keys' whole.
+FILTERS = ("queue_id", "name_id~", "scope_id", "org_id", "worker_id", "payload_gin")
+DIET2 = {
+    f"{name.rstrip('~')}/finished~": f"{({**INDEXES, **DIET})[name]} WHERE {FINISHED}"
+    for name in FILTERS
+}
+DEFINITIONS = {**INDEXES, **DIET, **PROPOSAL, **PROPOSAL_LIVE, **DIET2}
 CLAIM_OWN = ("ready", "lease", "suspect")
 BEFORE = tuple(INDEXES)
 AFTER = tuple(n for n in INDEXES if n not in ("completed_id", "name_id", "name_pattern")) + tuple(
@@ -98,6 +105,7 @@ SETS = {
     "claim's own (ready, lease, suspect)": CLAIM_OWN,
     "main, before the diet (0008)": BEFORE,
     "after the diet (0009)": AFTER,
+    "after the second step (0015)": tuple(n for n in AFTER if n not in FILTERS) + tuple(DIET2),
     "proposal: admin's partial on finished": CLAIM_OWN + ("replay",) + tuple(PROPOSAL),
     "proposal: admin's partial on not running": CLAIM_OWN + ("replay",) + tuple(PROPOSAL_LIVE),
 }

@@ -80,6 +80,17 @@ def seeks(plan: str) -> bool:
     )
 
 
+def indexes_used(plan: str) -> list[str]:
+    """Every index of the job table the plan reads, in plan order (PostgreSQL):
+    a list of jobs reads its live and its finished part each through its own."""
+    found = re.findall(
+        rf"Index (?:Only )?Scan(?: Backward)? using (\w+) on {TABLE}|Bitmap Index Scan on (\w+)",
+        plan,
+    )
+    names = [scan or bitmap for scan, bitmap in found]
+    return ["primary key" if name.endswith("_pkey") else name for name in names]
+
+
 def index_used(plan: str) -> str | None:
     """The first index of the job table the plan reads (primary key included)."""
     if connection.vendor == "postgresql":

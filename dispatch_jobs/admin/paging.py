@@ -29,6 +29,7 @@ from django.http import HttpRequest
 from ..conf import settings
 from ..cursor import decode_cursor, encode_cursor
 from ..exceptions import InvalidCursor, QueryTooBroad
+from ..store import reads
 from .params import CleanParamsMixin
 from .safety import bounded_queries
 
@@ -152,7 +153,7 @@ class KeysetPaginator:
         return self._backward(position)
 
     def _forward(self, queryset: QuerySet[Any], *, first: bool) -> KeysetPage:
-        rows = list(queryset.order_by(*self.sort.ordering())[: self.per_page + 1])
+        rows = reads.first_rows(queryset, self.sort.ordering(), self.per_page + 1)
         shown = rows[: self.per_page]
         return KeysetPage(
             object_list=shown,
@@ -162,7 +163,7 @@ class KeysetPaginator:
 
     def _backward(self, position: list[Any]) -> KeysetPage:
         before = self.queryset.filter(self.sort.beyond(position, reverse=True))
-        rows = list(before.order_by(*self.sort.ordering(reverse=True))[: self.per_page + 1])
+        rows = reads.first_rows(before, self.sort.ordering(reverse=True), self.per_page + 1)
         if len(rows) <= self.per_page:
             # Nothing before this page: it is the first page, shown in full.
             return self._forward(self.queryset, first=True)
@@ -177,10 +178,11 @@ class KeysetPaginator:
 def bounded_count(queryset: QuerySet[Any], threshold: int) -> int | None:
     """The number of rows, or None when there are more than ``threshold``.
 
-    Reads at most ``threshold + 1`` ids (``SELECT id ... LIMIT threshold+1``)
+    Reads at most ``threshold + 1`` ids (``SELECT id ... LIMIT threshold+1``;
+    of live and of finished jobs apart where the store reads them apart)
     instead of counting every row, so its cost is bounded whatever matches.
     """
-    found = len(queryset.order_by().values_list("pk", flat=True)[: threshold + 1])
+    found = reads.count_at_most(queryset, threshold + 1)
     return found if found <= threshold else None
 
 
@@ -239,7 +241,7 @@ class KeysetChangeList(ChangeList):
                 self.count_exact = bounded_count(paginator.queryset, threshold)
             if self.count_exact is None and request.GET.get(COUNT_VAR) == "exact":
                 with bounded_queries():
-                    self.count_exact = paginator.queryset.order_by().count()
+                    self.count_exact = reads.count_rows(paginator.queryset)
         except QueryTooBroad as exc:
             self.notice = str(exc)
             messages.warning(request, self.notice)

@@ -10,7 +10,7 @@ from ..conf import settings
 from ..cursor import decode_cursor, encode_cursor
 from ..exceptions import InvalidCursor
 from ..models import Job
-from . import db
+from . import db, reads
 from .options import ListOptions, Page
 
 CURSOR_SALT = "store.list_jobs"
@@ -29,7 +29,7 @@ def list_jobs(opts: ListOptions) -> Page:
         if len(position) != 1 or type(position[0]) is not int:  # bool is no position
             raise InvalidCursor(opts.cursor, "it does not hold a job position")
         qs = qs.filter(id__lt=position[0])
-    rows = list(qs.order_by("-id")[: limit + 1])
+    rows = reads.first_rows(qs, ["-id"], limit + 1)
     jobs = rows[:limit]
     next_cursor = encode_cursor([jobs[-1].id], CURSOR_SALT) if len(rows) > limit else ""
     return Page(jobs=jobs, next_cursor=next_cursor, complete=True)

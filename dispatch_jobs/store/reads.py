@@ -5,10 +5,17 @@ metrics, the worker's summaries, ``dispatch_jobs.testing``).
 They read like any queryset and refuse to write: ``update``, ``delete``,
 ``create`` and the bulk writes raise ``ReadOnlyRows``, so the store's verbs stay
 the one way rows change (the write seam, tests/seam.py).
+
+A list of jobs reads its page and its counts through ``first_rows``,
+``count_at_most`` and ``count_rows``. Where the job table's filter indexes hold
+finished rows only (PostgreSQL, migration 0015), each reads the live rows and
+the finished rows apart, in one statement (``UNION ALL``): a condition on the
+state that the partial indexes' own implies is what lets the planner use them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import Any, NoReturn
 
@@ -17,6 +24,7 @@ from django.db import models
 from ..database import alias
 from ..exceptions import ReadOnlyRows
 from ..models import (
+    FINISHED_STATES,
     Job,
     JobQuerySet,
     QueueControl,
@@ -26,6 +34,11 @@ from ..models import (
     Usage,
     Worker,
 )
+from ..models.jobs import JobState
+from .engines import engine_for
+
+# Every state a job is in before it finishes (FINISHED_STATES: after).
+LIVE_STATES = (JobState.PENDING, JobState.RETRYING, JobState.RUNNING)
 
 
 class _ReadOnly:
@@ -97,3 +110,51 @@ def schedules() -> models.QuerySet[Schedule]:
 
 def schedule_ticks() -> models.QuerySet[ScheduleTick]:
     return _rows(ScheduleTick)
+
+
+# --- Lists of jobs: live and finished rows apart where the indexes are apart.
+
+
+def _parts[M: models.Model](queryset: models.QuerySet[M]) -> list[models.QuerySet[M]]:
+    """``queryset`` as the parts a list reads: live and finished jobs apart on an
+    engine whose filter indexes hold finished rows only; otherwise itself."""
+    if (
+        queryset.model is not Job
+        or queryset.query.is_empty()  # .none(): Django reads nothing, nor would a part
+        or not engine_for(queryset.db).finished_apart
+    ):
+        return [queryset]
+    return [queryset.filter(state__in=LIVE_STATES), queryset.filter(state__in=FINISHED_STATES)]
+
+
+def first_rows[M: models.Model](
+    queryset: models.QuerySet[M], ordering: Sequence[Any], limit: int
+) -> list[M]:
+    """The first ``limit`` rows of ``queryset`` in ``ordering`` (a total order:
+    it ends with the primary key), in one statement: each part's first
+    ``limit`` in its own index's order, merged by the database."""
+    if limit <= 0:
+        return []
+    windows = [part.order_by(*ordering)[:limit] for part in _parts(queryset)]
+    if len(windows) == 1:
+        return list(windows[0])
+    return list(windows[0].union(*windows[1:], all=True).order_by(*ordering)[:limit])
+
+
+def count_at_most(queryset: models.QuerySet[Any], limit: int) -> int:
+    """How many rows match, up to ``limit``: it reads at most ``limit`` ids
+    (``SELECT id ... LIMIT limit``), never counts them all."""
+    if limit <= 0:
+        return 0
+    windows = [part.order_by().values_list("pk", flat=True)[:limit] for part in _parts(queryset)]
+    if len(windows) == 1:
+        return len(windows[0])
+    return len(windows[0].union(*windows[1:], all=True)[:limit])
+
+
+def count_rows(queryset: models.QuerySet[Any]) -> int:
+    """How many rows match, counted in full (every part through its indexes)."""
+    ids = [part.order_by().values_list("pk", flat=True) for part in _parts(queryset)]
+    if len(ids) == 1:
+        return ids[0].count()
+    return ids[0].union(*ids[1:], all=True).count()

@@ -136,7 +136,14 @@ def test_each_equality_filter_seeks_in_its_index(admin_client_, seeded):
         queries = _job_queries(admin_client_, f"{name}={value}")
         page_query = next(q for q in queries if "ORDER BY" in q)
         plan = plans.explain(page_query)
-        assert plans.index_used(plan) == index, f"{name}: {plan}"
+        if connection.vendor == "postgresql" and name != "state":
+            # The filter indexes hold finished jobs only (migration 0015): the
+            # page reads the finished part through the filter's index and the
+            # live part (the backlog, the running jobs) through its own.
+            assert index in plans.indexes_used(plan), f"{name}: {plan}"
+            assert "Merge Append" in plan or "Append" in plan, f"{name}: {plan}"
+        else:
+            assert plans.index_used(plan) == index, f"{name}: {plan}"
         assert plans.seeks(plan), f"{name}: {plan}"
 
 

@@ -77,9 +77,7 @@ def initialised() -> Iterator[list[Job]]:
     post_init.disconnect(receiver, sender=Job)
 
 
-def test_a_post_init_receiver_sees_every_claimed_job(
-    make_job: Any, initialised: list[Job]
-) -> None:
+def test_a_post_init_receiver_sees_every_claimed_job(make_job: Any, initialised: list[Job]) -> None:
     _enqueue(make_job)
     initialised.clear()
     claimed = claim(limit=10, worker_id="w1", lease_ttl=timedelta(seconds=60))

@@ -37,6 +37,10 @@ class Engine(Protocol):
     """What the store needs of a database, verb by verb."""
 
     vendor: str
+    # Whether the job table's filter indexes hold finished rows only (migration
+    # 0015), so that a list reads live and finished rows apart, each part under
+    # a condition its indexes serve (``store.reads.first_rows``).
+    finished_apart: bool
 
     @property
     def notifies(self) -> bool:

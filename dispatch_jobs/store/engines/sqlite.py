@@ -24,6 +24,8 @@ from . import portable
 
 class SQLite:
     vendor = "sqlite"
+    # Whole indexes: Django cannot read two sliced parts in one statement here.
+    finished_apart = False
     notifies = False  # workers poll
 
     def __init__(self) -> None:
