@@ -149,15 +149,19 @@ def _spent(outcome: Outcome) -> store.Spent | None:
 
 class Completer:
     """The completer stage as a thread: takes attempts from a queue, writes them
-    in batches, and reports each job as done through ``on_done(job_id)``."""
+    in batches, and reports each batch as done through ``on_done(batch,
+    discarded)`` (``discarded``: the ids whose outcome was not written)."""
 
     def __init__(
-        self, worker_id: str, on_done: Callable[[Attempt, bool], None], stop: threading.Event
+        self,
+        worker_id: str,
+        on_done: Callable[[Sequence[Attempt], set[int]], None],
+        stop: threading.Event,
     ) -> None:
         self.worker_id = worker_id
         self.on_done = on_done
         self.stop = stop
-        self.inbox: queue.Queue[Attempt | None] = queue.Queue()
+        self.inbox: queue.SimpleQueue[Attempt | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._run, name="dispatch-completer", daemon=True)
 
     def start(self) -> None:
@@ -204,5 +208,4 @@ class Completer:
         except Exception:  # noqa: BLE001 - never let one bad batch kill the stage
             logger.exception("Could not write %d job outcome(s).", len(batch))
             discarded = {a.job.pk for a in batch}
-        for attempt in batch:
-            self.on_done(attempt, attempt.job.pk not in discarded)
+        self.on_done(batch, discarded)

@@ -11,7 +11,7 @@ outcome is never both written and discarded.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -83,6 +83,17 @@ class Inflight:
         with self._lock:
             if self._held.get(held.job.pk) is held:
                 del self._held[held.job.pk]
+            if not self._held:
+                self.emptied.notify_all()
+
+    def settle(self, done: Iterable[tuple[int, int]]) -> None:
+        """Remove the held jobs of ``done`` (job id, lease epoch) still held under
+        that epoch, under one lock (a batch the completer wrote)."""
+        with self._lock:
+            for job_id, epoch in done:
+                held = self._held.get(job_id)
+                if held is not None and held.epoch == epoch:
+                    del self._held[job_id]
             if not self._held:
                 self.emptied.notify_all()
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
+from collections.abc import Sequence
 
 from django.db import connections
 
@@ -239,24 +241,19 @@ class Pool:
         else:
             logger.debug("Job %s: outcome discarded (lease lost or handed back).", held.job.pk)
 
-    def _on_done(self, attempt: Attempt, written: bool) -> None:
-        """The completer wrote (or discarded) an outcome: free the slot."""
-        held = self.inflight.get(attempt.job.pk)
-        if held is not None and held.epoch == attempt.epoch:
-            self.inflight.remove(held)
-        if self.metrics is not None and written:
-            self.metrics.settled(attempt)
-        state = attempt.verdict.state if attempt.verdict else None
-        if not written:
-            self.stats.count("discarded")
-        elif state == JobState.COMPLETED:
-            self.stats.count("completed")
-        elif state == JobState.RETRYING:
-            self.stats.count("retried")
-        else:
-            self.stats.count("failed")
+    def _on_done(self, attempts: Sequence[Attempt], discarded: set[int]) -> None:
+        """The completer wrote a batch of outcomes (or discarded those in
+        ``discarded``): free their slots, under one lock for the whole batch."""
+        self.inflight.settle((attempt.job.pk, attempt.epoch) for attempt in attempts)
+        tally: Counter[str] = Counter()
+        for attempt in attempts:
+            written = attempt.job.pk not in discarded
+            if self.metrics is not None and written:
+                self.metrics.settled(attempt)
+            tally[_counter(attempt, written)] += 1
+        self.stats.add(tally)
         if self._wants_jobs():
-            self.wake.set()  # a held slot is free (a waiting burst may be over)
+            self.wake.set()  # held slots are free (a waiting burst may be over)
 
     def _is_leader(self) -> bool:
         return self.maintenance is not None and self.maintenance.is_leader
@@ -321,3 +318,15 @@ class Pool:
         if self.deadline is None:
             return most
         return min(most, max(self.deadline - time.monotonic(), 1.0))
+
+
+def _counter(attempt: Attempt, written: bool) -> str:
+    """The summary's counter an attempt's written (or discarded) outcome adds to."""
+    state = attempt.verdict.state if attempt.verdict else None
+    if not written:
+        return "discarded"
+    if state == JobState.COMPLETED:
+        return "completed"
+    if state == JobState.RETRYING:
+        return "retried"
+    return "failed"

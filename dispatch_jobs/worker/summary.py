@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 
 from .. import database
 from .config import WorkerConfig
@@ -22,9 +23,15 @@ class Stats:
         self._window_start = self.started
         self._window_done = 0
 
-    def count(self, field: str) -> None:
+    def count(self, field: str, by: int = 1) -> None:
         with self._lock:
-            setattr(self, field, getattr(self, field) + 1)
+            setattr(self, field, getattr(self, field) + by)
+
+    def add(self, counts: Mapping[str, int]) -> None:
+        """Several counters at once (a written batch), under one lock."""
+        with self._lock:
+            for field, by in counts.items():
+                setattr(self, field, getattr(self, field) + by)
 
     @property
     def finished(self) -> int:
