@@ -8,18 +8,20 @@ the one way rows change (the write seam, tests/seam.py).
 
 A list of jobs reads its page and its counts through ``first_rows``,
 ``count_at_most`` and ``count_rows``. Where the job table's filter indexes hold
-finished rows only (PostgreSQL, migration 0015), each reads the live rows and
-the finished rows apart, in one statement (``UNION ALL``): a condition on the
-state that the partial indexes' own implies is what lets the planner use them.
+finished rows only (PostgreSQL, migration 0015), a list filtered on one of their
+columns is read in a live and a finished part, in one statement (``UNION ALL``):
+a condition on the state that the partial indexes' own implies is what lets the
+planner use them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import Any, NoReturn
 
 from django.db import models
+from django.db.models.expressions import Col
 
 from ..database import alias
 from ..exceptions import ReadOnlyRows
@@ -115,16 +117,42 @@ def schedule_ticks() -> models.QuerySet[ScheduleTick]:
 # --- Lists of jobs: live and finished rows apart where the indexes are apart.
 
 
+# The columns of the indexes that hold finished jobs only (migration 0015).
+FINISHED_ONLY_COLUMNS = frozenset(
+    {"queue", "name", "scope_app_id", "scope_org_id", "worker_id", "payload"}
+)
+
+
 def _parts[M: models.Model](queryset: models.QuerySet[M]) -> list[models.QuerySet[M]]:
-    """``queryset`` as the parts a list reads: live and finished jobs apart on an
-    engine whose filter indexes hold finished rows only; otherwise itself."""
+    """``queryset`` as the parts a list reads: live and finished jobs apart when
+    it filters on a column whose index holds finished jobs only, on an engine
+    whose indexes are so; otherwise itself (the primary key, the state index
+    and the sort keys' indexes hold every row: one part reads them best)."""
     if (
         queryset.model is not Job
         or queryset.query.is_empty()  # .none(): Django reads nothing, nor would a part
         or not engine_for(queryset.db).finished_apart
+        or FINISHED_ONLY_COLUMNS.isdisjoint(_columns(queryset.query.where))
     ):
         return [queryset]
     return [queryset.filter(state__in=LIVE_STATES), queryset.filter(state__in=FINISHED_STATES)]
+
+
+def _columns(node: Any) -> Iterator[str]:
+    """The columns a WHERE clause (or any part of one) compares."""
+    if isinstance(node, Col):
+        yield str(node.target.column)
+        return
+    children = getattr(node, "children", None)  # a WhereNode: its conditions
+    sources = children if children is not None else _sources(node)
+    for source in sources:
+        if source is not None:
+            yield from _columns(source)
+
+
+def _sources(node: Any) -> list[Any]:
+    get = getattr(node, "get_source_expressions", None)
+    return list(get()) if get is not None else []
 
 
 def first_rows[M: models.Model](

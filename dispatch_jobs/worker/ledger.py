@@ -58,8 +58,11 @@ class Ledger:
 
     def admit(self, held: Held) -> None:
         """Wait until the job's custom units are free beside the admitted jobs, then
-        hold them. Returns early once the job is cancelled (its executor decides)."""
-        need = custom_needs(held.job.resources) if self.capacity else {}
+        hold them. Returns early once the job is cancelled (its executor decides).
+        Without custom capacity there is nothing to hold, nor to wait for."""
+        if not self.capacity:
+            return
+        need = custom_needs(held.job.resources)
         with self._changed:
             while need and not self._free_for(need):
                 if held.cancellation.is_set():
@@ -68,6 +71,8 @@ class Ledger:
             self._admitted[held] = need
 
     def release(self, held: Held) -> None:
+        if not self.capacity:
+            return  # nothing was admitted (see admit)
         with self._changed:
             if self._admitted.pop(held, None):
                 self._changed.notify_all()

@@ -180,6 +180,15 @@ class Pool:
         as soon as nothing waits, as before."""
         return self.executors.waiting() <= self.refill_at
 
+    def _wake(self) -> None:
+        """Wake the fetch loop for a refill, once: ``Event.set`` takes the event's
+        lock and notifies on every call, and past the refill mark every started
+        and every settled job asks. Skipping it while the event is still set is
+        the same as setting it again: the loop clears the event before it looks
+        at the slots, so it sees whatever changed before this call."""
+        if not self.wake.is_set():
+            self.wake.set()
+
     def _quota_reached(self) -> bool:
         return self.config.max_jobs is not None and self.dispatched >= self.config.max_jobs
 
@@ -214,7 +223,7 @@ class Pool:
         if self._wants_jobs():
             # Taking this job may have brought the waiting ones down to the mark
             # while a slot freed earlier went unannounced (see _wants_jobs).
-            self.wake.set()
+            self._wake()
         # Its custom-key units are free beside the jobs already running (see ledger).
         self.ledger.admit(held)
         # The timeout counts from the start of the handler, not from the claim.
@@ -235,7 +244,7 @@ class Pool:
         if attempt is not None and held.finish():
             self.completer.submit(attempt)
             if self._wants_jobs():
-                self.wake.set()  # the slot is free for a new claim
+                self._wake()  # the slot is free for a new claim
         elif attempt is None and held.drop():
             self._forget(held)
         else:
@@ -253,7 +262,7 @@ class Pool:
             tally[_counter(attempt, written)] += 1
         self.stats.add(tally)
         if self._wants_jobs():
-            self.wake.set()  # held slots are free (a waiting burst may be over)
+            self._wake()  # held slots are free (a waiting burst may be over)
 
     def _is_leader(self) -> bool:
         return self.maintenance is not None and self.maintenance.is_leader
