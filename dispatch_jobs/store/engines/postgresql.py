@@ -251,4 +251,6 @@ def _json_row(settled: Settled) -> dict[str, object]:
 def _interval(value: timedelta | None) -> str | None:
     if value is None:
         return None
-    return f"{value // timedelta(microseconds=1)} microseconds"
+    # Whole microseconds by arithmetic: ``value // timedelta(microseconds=1)``
+    # builds a timedelta and divides, five times the cost, three times per job.
+    return f"{(value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds} microseconds"
