@@ -27,6 +27,7 @@ from ..database import alias
 from ..exceptions import ReadOnlyRows
 from ..models import (
     FINISHED_STATES,
+    READY_STATES,
     Job,
     JobQuerySet,
     QueueControl,
@@ -135,7 +136,14 @@ def _parts[M: models.Model](queryset: models.QuerySet[M]) -> list[models.QuerySe
         or FINISHED_ONLY_COLUMNS.isdisjoint(_columns(queryset.query.where))
     ):
         return [queryset]
-    return [queryset.filter(state__in=LIVE_STATES), queryset.filter(state__in=FINISHED_STATES)]
+    # The live part in two: the waiting jobs (a backlog may be millions) under
+    # the ready index's own condition, so a queue filter seeks it; the running
+    # ones (a fleet's concurrency) under the lease index's.
+    return [
+        queryset.filter(state__in=READY_STATES),
+        queryset.filter(state=JobState.RUNNING),
+        queryset.filter(state__in=FINISHED_STATES),
+    ]
 
 
 def _columns(node: Any) -> Iterator[str]:
@@ -174,10 +182,14 @@ def count_at_most(queryset: models.QuerySet[Any], limit: int) -> int:
     (``SELECT id ... LIMIT limit``), never counts them all."""
     if limit <= 0:
         return 0
-    windows = [part.order_by().values_list("pk", flat=True)[:limit] for part in _parts(queryset)]
+    # Finished jobs first: unordered, the database reads the parts in turn and
+    # stops at ``limit``, and most jobs of a long-lived table are finished ones.
+    parts = _parts(queryset)[::-1]
+    windows = [part.order_by().values_list("pk", flat=True)[:limit] for part in parts]
     if len(windows) == 1:
         return len(windows[0])
-    return len(windows[0].union(*windows[1:], all=True)[:limit])
+    # order_by(): no ORDER BY on the whole (the model's default would sort every id).
+    return len(windows[0].union(*windows[1:], all=True).order_by()[:limit])
 
 
 def count_rows(queryset: models.QuerySet[Any]) -> int:
