@@ -91,6 +91,40 @@ def test_paging_2000_jobs_with_ties_sees_each_exactly_once(admin_client_, sort):
         assert back == []
 
 
+@pytest.mark.parametrize("sort", ["-id", "id", "-priority"])
+def test_paging_a_list_read_apart_sees_each_exactly_once(admin_client_, sort):
+    """A queue filter on PostgreSQL reads waiting, running and finished jobs apart
+    (store.reads.first_rows): pages through all of them, both ways, see each job
+    once, in the order one read of the whole would give."""
+    store.enqueue_jobs(
+        [Job(name="tests.jobs.tasks.noop", queue="default", priority=i % 3) for i in range(600)]
+    )
+    store.enqueue_jobs([Job(name="tests.jobs.tasks.noop", queue="other") for _ in range(50)])
+    states = ["pending", "running", "completed", "failed", "retrying", "cancelled"]
+    ids = list(Job.objects.order_by("id").values_list("id", flat=True))
+    for n, state in enumerate(states):  # test-only UPDATEs: interleave the states by id
+        Job.objects.filter(id__in=ids[n :: len(states)]).update(state=state)
+    ordering = {"-id": ["-id"], "id": ["id"], "-priority": ["-priority", "-id"]}[sort]
+    expected = list(
+        Job.objects.filter(queue="default").order_by(*ordering).values_list("id", flat=True)
+    )
+    pages = []
+    with override_settings(DISPATCH_JOBS={"LIST_PAGE_SIZE": 70}):
+        link = f"?queue=default&sort={sort}"
+        while link:
+            response = admin_client_.get(URL + link)
+            pages.append(_ids(response))
+            link = response.context["cl"].next_link
+        assert [job_id for page in pages for job_id in page] == expected
+        link = response.context["cl"].previous_link
+        back = pages[:-1]
+        while link:
+            response = admin_client_.get(URL + link)
+            assert _ids(response) == back.pop()
+            link = response.context["cl"].previous_link
+        assert back == []
+
+
 def test_first_page_has_no_previous_and_first_links_back(admin_client_):
     builders.enqueue(12)
     with override_settings(DISPATCH_JOBS={"LIST_PAGE_SIZE": 5}):
