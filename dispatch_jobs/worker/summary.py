@@ -23,9 +23,8 @@ class Stats:
         self._window_start = self.started
         self._window_done = 0
 
-    def count(self, field: str, by: int = 1) -> None:
-        with self._lock:
-            setattr(self, field, getattr(self, field) + by)
+    def count(self, field: str) -> None:
+        self.add({field: 1})
 
     def add(self, counts: Mapping[str, int]) -> None:
         """Several counters at once (a written batch), under one lock."""
