@@ -44,7 +44,7 @@ from .calls import (
 )
 from .conf import settings
 from .exceptions import TaskNotFound
-from .results import enqueued_result, job_to_result, parse_result_id, task_as_enqueued
+from .results import enqueued_results, job_to_result, parse_result_id, task_as_enqueued
 from .task import DispatchTask
 from .validation import check_arguments, check_task_fields, live_window
 
@@ -195,14 +195,12 @@ class DispatchBackend(compat.BaseTaskBackend):
         # Skipped when only Django's own receiver would hear it and its logger
         # drops DEBUG records (the default): the send cost more than the row.
         send = has_effect(compat.task_enqueued, compat.log_task_enqueued, logging.DEBUG)
-        results = []
-        for (job_id, created_at), call in zip(created, checked, strict=True):
-            result = enqueued_result(
-                result_task, self.alias, job_id, created_at, call.args, call.kwargs
-            )
-            if send:
+        results = enqueued_results(
+            result_task, self.alias, created, [(call.args, call.kwargs) for call in checked]
+        )
+        if send:
+            for result in results:
                 compat.task_enqueued.send(sender, task_result=result)
-            results.append(result)
         return results
 
     def _capacities_for(

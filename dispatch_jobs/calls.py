@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import estimates, inputs
 from .conf import settings
+from .payloads import EncodedJSON
 from .resources import ResourceSet
 from .scope import Scope, current_scope
 from .task import DispatchTask
 from .validation import aware_run_after, check_schedulable, check_scope, encode_arguments
 
 if TYPE_CHECKING:
-    from .store import EncodedJSON, NewJobs
+    from .store import NewJobs
 
 
 class Call(NamedTuple):
@@ -86,8 +87,6 @@ def frozen(call: Call) -> Call:
     payload as the value decoded from the text that was checked (the ORM path
     stores the value; a list the caller appends to before the commit would
     otherwise be written as it is then, unchecked)."""
-    from .store import EncodedJSON
-
     text = call.payload.text
     payload = json.loads(text)
     return call._replace(

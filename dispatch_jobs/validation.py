@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings as django_settings
 from django.utils import timezone
@@ -21,12 +21,10 @@ from .conf import settings
 
 # Re-exported: docs/tasks.md names them here (they live in exceptions.py).
 from .exceptions import InvalidArguments, Unschedulable  # noqa: F401
+from .payloads import EncodedJSON, encode_payload, encoded_size, payload_size
 from .resources import ResourceSet, fits
 from .scope import Scope
 from .storable import Unstorable, check_storable_text, locate_unstorable
-
-if TYPE_CHECKING:
-    from .store import EncodedJSON
 
 NAME_MAX = limits.NAME_MAX
 SCOPE_MAX = limits.SCOPE_MAX
@@ -297,18 +295,15 @@ def _check_binding(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, 
 def _check_size(
     task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any], cap: int
 ) -> EncodedJSON:
-    # Imported here: this module loads with the backend, before models are ready.
-    from . import store
-
     payload = {"args": list(args), "kwargs": dict(kwargs)}
-    text = store.encode_payload(task.module_path, payload)
-    size = store.encoded_size(text)
+    text = encode_payload(task.module_path, payload)
+    size = encoded_size(text)
     if size <= cap:
-        return store.EncodedJSON(payload, text)
+        return EncodedJSON(payload, text)
     parts = [(f"args[{i}]", v) for i, v in enumerate(args)]
     parts += [(f"kwargs[{k!r}]", v) for k, v in kwargs.items()]
     largest, largest_size = max(
-        ((where, store.payload_size(task.module_path, value)) for where, value in parts),
+        ((where, payload_size(task.module_path, value)) for where, value in parts),
         key=lambda item: item[1],
         default=("(none)", 0),
     )

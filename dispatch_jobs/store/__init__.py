@@ -5,21 +5,13 @@ functions. Every comparison that decides readiness or ownership (run_at, lease
 expiry) uses the database's clock. See docs/store.md for the guarantees.
 """
 
+from ..payloads import EncodedJSON, encode_payload, encoded_size, payload_size
 from . import reads
 from .artifacts import artifacts_by_id, delete_artifact, record_artifact
 from .claim import claim_jobs, suspects_waiting
 from .completion import complete_leased_jobs, purge_finished_jobs
 from .db import refused_by_content, statement_timeout
-from .enqueue import (
-    encode_payload,
-    encoded_size,
-    enqueue_job,
-    enqueue_jobs,
-    insert_jobs,
-    payload_size,
-    prepare,
-    resource_columns,
-)
+from .enqueue import enqueue_job, enqueue_jobs, insert_jobs, prepare, resource_columns
 from .jobs import (
     count_jobs,
     delete_job,
@@ -65,7 +57,7 @@ from .queues import (
 )
 from .rollup import MARK as ROLLUP_MARK
 from .rollup import roll_up_finished_jobs, rollup_watermark
-from .rows import NEW_ROW, EncodedJSON, NewJobs
+from .rows import NEW_ROW, NewJobs
 from .schedules import (
     SyncReport,
     advance_schedule,

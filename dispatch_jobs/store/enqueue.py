@@ -14,7 +14,6 @@ elsewhere the ORM's insert.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -23,6 +22,7 @@ from .. import limits
 from ..conf import settings
 from ..exceptions import InvalidDuration, InvalidJob, InvalidResources, PayloadTooLarge
 from ..models import Job, JobState
+from ..payloads import payload_size
 from ..resources import (
     STANDARD_KEYS,
     check_custom_key_count,
@@ -35,31 +35,6 @@ from . import db
 from .rows import NEW_ROW, NewJobs
 
 NAME_MAX = limits.NAME_MAX
-# The encoding the payload cap measures: compact, non-ASCII kept as UTF-8. One
-# encoder for every call: json.dumps() with options builds a new one each time.
-# NaN and Infinity are refused: no database's JSON column accepts them.
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def encode_payload(name: str, payload: object) -> str:
-    """The payload as the compact JSON text the cap measures; refuses anything
-    that is not JSON."""
-    try:
-        return _COMPACT.encode(payload)
-    except (TypeError, ValueError) as exc:
-        raise InvalidJob(f"Payload of {name!r} is not JSON-serialisable: {exc}") from exc
-
-
-def encoded_size(text: str) -> int:
-    """Bytes of ``text`` in UTF-8 (ASCII text is counted without encoding it)."""
-    return len(text) if text.isascii() else len(text.encode())
-
-
-def payload_size(name: str, payload: object) -> int:
-    """The payload's encoded size in bytes; refuses anything that is not JSON."""
-    return encoded_size(encode_payload(name, payload))
-
-
 _NO_RESOURCES: dict[str, Any] = {**dict.fromkeys(STANDARD_KEYS, 0), "custom_keys": ""}
 
 

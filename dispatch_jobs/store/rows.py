@@ -5,21 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ..payloads import EncodedJSON
+
+__all__ = ["NEW_ROW", "EncodedJSON", "NewJobs"]
+
 # The RETURNING of insert_jobs: what a task result needs of a new row.
 NEW_ROW = ("id", "created_at")
-
-
-class EncodedJSON:
-    """A JSON column's value together with its encoding, so it is encoded once:
-    the payload cap measures ``text`` and the PostgreSQL INSERT sends it as is;
-    the ORM path stores ``value``. The text differs from Django's encoding in
-    spacing and escapes only (compact, UTF-8 as is): jsonb stores the same."""
-
-    __slots__ = ("text", "value")
-
-    def __init__(self, value: object, text: str) -> None:
-        self.value = value
-        self.text = text
 
 
 class NewJobs(NamedTuple):

@@ -321,3 +321,8 @@ def ledger_hold(context, directory: str, seconds: float) -> None:
     start = _time.monotonic()
     _time.sleep(seconds)
     _touch(directory, "spans", f"{context.job_id} {start} {_time.monotonic()}")
+
+
+@_dj_task
+def take_anything(*args, **kwargs) -> None:
+    """Binds every call: for tests of what enqueue makes of the arguments."""

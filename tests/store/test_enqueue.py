@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import connection, transaction
 from django.test import override_settings
@@ -123,3 +125,31 @@ def test_enqueue_rolls_back_with_the_callers_transaction() -> None:
         assert Job.objects.count() == 3
         raise Abort
     assert Job.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"args": [1, "é", None, True, 2.5, 1e300], "kwargs": {"k": {"n": [[], {}]}}},
+        {"args": ['\u2028\u2029"\\\t'], "kwargs": {"1": -0.0}},
+        "plain text",
+        [],
+    ],
+)
+def test_the_payload_encoding_is_compact_json_with_utf8_kept(value: object) -> None:
+    expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    assert store.encode_payload("x", value) == expected
+    assert store.payload_size("x", value) == len(expected.encode())
+
+
+@pytest.mark.parametrize("value", [float("nan"), {"a": object()}, {"b": b"bytes"}])
+def test_a_value_json_cannot_hold_is_refused_by_name(value: object) -> None:
+    with pytest.raises(InvalidJob, match="Payload of 'named' is not JSON-serialisable"):
+        store.encode_payload("named", value)
+
+
+def test_a_circular_payload_is_refused_not_a_crash() -> None:
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(InvalidJob, match="nested too deeply or circular"):
+        store.encode_payload("named", {"args": [loop], "kwargs": {}})
