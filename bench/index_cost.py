@@ -95,17 +95,22 @@ DIET2 = {
     f"{name.rstrip('~')}/finished~": f"{({**INDEXES, **DIET})[name]} WHERE {FINISHED}"
     for name in FILTERS
 }
-DEFINITIONS = {**INDEXES, **DIET, **PROPOSAL, **PROPOSAL_LIVE, **DIET2}
+# ... and as migration 0016 leaves the replay link's: unique among the rows that
+# replay a job, with no entry for the others (NULL, nearly every row).
+REPLAY = {"replay~": "UNIQUE (replay_of_id) WHERE replay_of_id IS NOT NULL"}
+DEFINITIONS = {**INDEXES, **DIET, **PROPOSAL, **PROPOSAL_LIVE, **DIET2, **REPLAY}
 CLAIM_OWN = ("ready", "lease", "suspect")
 BEFORE = tuple(INDEXES)
 AFTER = tuple(n for n in INDEXES if n not in ("completed_id", "name_id", "name_pattern")) + tuple(
     DIET
 )
+STEP2 = tuple(n for n in AFTER if n not in FILTERS) + tuple(DIET2)
 SETS = {
     "claim's own (ready, lease, suspect)": CLAIM_OWN,
     "main, before the diet (0008)": BEFORE,
     "after the diet (0009)": AFTER,
-    "after the second step (0015)": tuple(n for n in AFTER if n not in FILTERS) + tuple(DIET2),
+    "after the second step (0015)": STEP2,
+    "after the replay link's (0016)": tuple(n for n in STEP2 if n != "replay") + tuple(REPLAY),
     "proposal: admin's partial on finished": CLAIM_OWN + ("replay",) + tuple(PROPOSAL),
     "proposal: admin's partial on not running": CLAIM_OWN + ("replay",) + tuple(PROPOSAL_LIVE),
 }
@@ -278,6 +283,9 @@ def main() -> None:
     parser.add_argument(
         "--each", action="store_true", help="the claim's own indexes plus one other, for each"
     )
+    parser.add_argument(
+        "--set", action="append", default=[], help="only the sets whose name contains this"
+    )
     args = parser.parse_args()
     with psycopg.connect(args.db, autocommit=True) as conn, conn.cursor() as cur:
         if not args.sync:
@@ -289,6 +297,8 @@ def main() -> None:
         if args.each:
             others = [n for n in DEFINITIONS if n not in CLAIM_OWN and "/" not in n]
             sets = {"claim's own": CLAIM_OWN} | {f"+ {n}": CLAIM_OWN + (n,) for n in others}
+        if args.set:
+            sets = {name: v for name, v in sets.items() if any(part in name for part in args.set)}
         try:
             measure(cur, sets, args)
         finally:

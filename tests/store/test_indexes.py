@@ -233,3 +233,36 @@ def _index(name: str, *columns: str, opclass: str = "", condition: str = "") -> 
 def test_the_rule_itself(a: Index, b: Index, redundant: bool) -> None:
     """The check flags what it should, on hand-made catalogs."""
     assert bool(redundant_pairs([a, b])) is redundant
+
+
+def test_the_replay_link_is_unique_and_indexed_only_where_it_is_set() -> None:
+    """Migration 0016: on PostgreSQL the replay link's unique index is partial on
+    ``replay_of_id IS NOT NULL``, so the NULL of every other row version writes
+    no entry; elsewhere it stays whole (neither SQLite nor InnoDB writes it
+    unless the column changes). Either way exactly one unique index guards the
+    link, and it has that one column."""
+    guards = [
+        i for i in job_indexes() if i.unique and [k.column for k in i.keys] == ["replay_of_id"]
+    ]
+    assert len(guards) == 1, guards
+    if connection.vendor == "postgresql":
+        assert guards[0].condition == "(replay_of_id IS NOT NULL)"
+    else:
+        assert guards[0].condition == ""
+
+
+@pytest.mark.django_db
+def test_the_replay_link_refuses_a_second_replay_and_admits_many_unlinked_rows() -> None:
+    from django.db import IntegrityError, transaction
+
+    from dispatch_jobs import store
+    from tests.factories import JobFactory
+
+    original = JobFactory(state="failed")
+    for _ in range(3):
+        store.enqueue_job(Job(name="x.y", queue="default", payload={"args": [], "kwargs": {}}))
+    store.enqueue_job(Job(name="x.y", queue="default", payload={}, replay_of_id=original.pk))
+    with pytest.raises(IntegrityError), transaction.atomic():
+        store.enqueue_job(Job(name="x.y", queue="default", payload={}, replay_of_id=original.pk))
+    assert Job.objects.filter(replay_of_id=original.pk).count() == 1
+    assert Job.objects.filter(replay_of__isnull=True).count() == 4
