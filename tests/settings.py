@@ -31,6 +31,10 @@ if _db["ENGINE"].endswith("sqlite3"):
     }
     # A file, not :memory:, so several processes can share the test database.
     _db["TEST"] = {"NAME": str(_name.with_name(f"test_{_name.name}"))}
+elif _db["ENGINE"].endswith("postgresql") and env.bool("DISPATCH_TEST_PREPARE", default=False):
+    # The store's prepared statements (docs/deployment.md): psycopg prepares each
+    # statement the first time it runs, so every test exercises them.
+    _db.setdefault("OPTIONS", {})["prepare_threshold"] = 0
 elif _db["ENGINE"].endswith("mysql"):
     _db.setdefault("OPTIONS", {})["charset"] = "utf8mb4"
     _db["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_general_ci"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -43,9 +44,10 @@ def _reconnect_with(threshold: int | None) -> None:
 def preparing() -> Iterator[None]:
     """The test database's alias with ``prepare_threshold = 0``: psycopg prepares a
     statement the first time it runs it."""
+    threshold = connection.settings_dict.get("OPTIONS", {}).get("prepare_threshold")
     _reconnect_with(0)
     yield
-    _reconnect_with(None)
+    _reconnect_with(threshold)
 
 
 def _prepared_inserts() -> list[str]:
@@ -54,6 +56,17 @@ def _prepared_inserts() -> list[str]:
         return [row[0] for row in cursor.fetchall() if "INSERT" in row[0]]
 
 
+@pytest.fixture
+def not_preparing() -> Iterator[None]:
+    """The alias as Django configures it: no ``prepare_threshold`` (whatever
+    DISPATCH_TEST_PREPARE set for the run)."""
+    threshold = connection.settings_dict.get("OPTIONS", {}).get("prepare_threshold")
+    _reconnect_with(None)
+    yield
+    _reconnect_with(threshold)
+
+
+@pytest.mark.usefixtures("not_preparing")
 def test_by_default_nothing_is_prepared() -> None:
     tasks.add.enqueue(1, 2)
     tasks.add.enqueue(3, 4)
@@ -121,3 +134,100 @@ def test_a_row_refused_on_the_prepared_path_fails_alone() -> None:
     assert [job.args for job in Job.objects.order_by("pk")] == [[1, 2], [3, 4]]
     assert int(after.id) > int(before.id)
     assert _prepared_inserts()
+
+
+def _prepared(prefix: str) -> list[tuple[str, str, int, int]]:
+    """This connection's prepared statements that start with ``prefix``: name,
+    text, and how many generic and custom plans PostgreSQL made for them."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT name, statement, generic_plans, custom_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE %s",
+            [prefix + "%"],
+        )
+        return list(cursor.fetchall())
+
+
+def _claim(limit: int) -> list[Job]:
+    from dispatch_jobs import store
+
+    return store.claim_jobs(
+        store.ClaimOptions(
+            queues=["default"], limit=limit, worker_id="w1", lease_ttl=timedelta(seconds=30)
+        )
+    )
+
+
+def _complete(jobs: list[Job]) -> set[int]:
+    from dispatch_jobs import store
+
+    settled = [
+        store.Settled(job, job.lease_epoch, store.Completed({"n": job.pk}), {"attempt": 1})
+        for job in jobs
+    ]
+    return store.complete_leased_jobs("w1", settled)
+
+
+def test_by_default_the_claim_and_the_completion_are_not_prepared(not_preparing: None) -> None:
+    tasks.add.enqueue_many([((i, i), {}) for i in range(4)])
+    for _ in range(2):
+        assert _complete(_claim(2)) == set()
+    assert _prepared("UPDATE") == [] and _prepared("WITH locked") == []
+
+
+@pytest.mark.usefixtures("preparing")
+def test_an_alias_that_prepares_claims_and_completes_with_one_plan_each() -> None:
+    """Each claim and each completion batch runs one prepared statement, planned
+    once: the claim's values are written into its text, so its plan is generic
+    from the start and still reads the ready index (a plan made for parameters
+    could not match the index's condition)."""
+    results = tasks.add.enqueue_many([((i, i), {}) for i in range(9)])
+    claimed: list[Job] = []
+    for _ in range(3):
+        batch = _claim(3)
+        assert len(batch) == 3
+        assert _complete(batch) == set()
+        claimed += batch
+    assert sorted(job.pk for job in claimed) == sorted(int(r.id) for r in results)
+    # What the claim returned is what the ORM reads of the row as claimed.
+    first = claimed[0]
+    assert first.state == "running" and first.worker_id == "w1" and first.lease_epoch == 1
+    rows = Job.objects.filter(pk__in=[j.pk for j in claimed])
+    assert {(j.state, j.return_value["n"]) for j in rows} == {("completed", j.pk) for j in rows}
+    [(claim_name, claim_sql, generic, custom)] = _prepared("UPDATE")
+    assert "%s" not in claim_sql and "$1" not in claim_sql  # no parameters left
+    assert (generic, custom) == (3, 0), "the claim was planned once and kept"
+    [(_, completion_sql, _, _)] = _prepared("WITH locked")
+    assert "$1" in completion_sql
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN EXECUTE {claim_name}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "dj_job_ready" in plan, plan
+
+
+@pytest.mark.usefixtures("preparing")
+def test_a_prepared_completion_keeps_its_fence() -> None:
+    """A batch whose lease moved on meanwhile is not written on the prepared path
+    either: the fence is the statement's, whatever cursor runs it."""
+    tasks.add.enqueue_many([((i, i), {}) for i in range(4)])
+    mine = _claim(4)
+    stolen = mine[1]
+    Job.objects.filter(pk=stolen.pk).update(lease_epoch=stolen.lease_epoch + 1, worker_id="w2")
+    assert _complete(mine) == {stolen.pk}
+    states = dict(Job.objects.values_list("pk", "state"))
+    assert states[stolen.pk] == "running"
+    assert sorted(s for pk, s in states.items() if pk != stolen.pk) == ["completed"] * 3
+
+
+@pytest.mark.usefixtures("preparing")
+def test_a_logged_connection_runs_the_claim_as_written() -> None:
+    """Under query logging (DEBUG, a test capturing queries) the store binds on the
+    client, so the log holds each statement as it ran, not a prepared name."""
+    from django.test.utils import CaptureQueriesContext
+
+    tasks.add.enqueue_many([((i, i), {}) for i in range(2)])
+    with CaptureQueriesContext(connection) as captured:
+        _complete(_claim(2))
+    logged = [q["sql"] for q in captured.captured_queries]
+    assert any(sql.startswith('UPDATE "dispatch_jobs_job"') for sql in logged), logged
+    assert any(sql.startswith("WITH locked") for sql in logged), logged

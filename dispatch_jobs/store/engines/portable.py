@@ -34,21 +34,62 @@ class ReturningClaims:
 
     MAX = 256
 
-    def __init__(self, chosen: Callable[[str, tuple[Any, ...]], Q]) -> None:
+    def __init__(
+        self,
+        chosen: Callable[[str, tuple[Any, ...]], Q],
+        prepared: Callable[[Any], Any | None] | None = None,
+    ) -> None:
         self.chosen = chosen
+        # The engine's prepared cursor for a connection, or None where the alias
+        # prepares nothing (see PostgreSQL's engine).
+        self.prepared = prepared
         self.statements: dict[tuple[Any, ...], tuple[str, tuple[Any, ...]]] = {}
+        self.literals: dict[tuple[Any, ...], str] = {}
 
     def run(self, opts: ClaimOptions) -> list[Job]:
         alias = db.alias()
-        sql, params = self.statement(alias, opts)
-        with connections[alias].cursor() as cursor:
-            cursor.execute(sql, params)
-            rows = cursor.fetchall()
+        connection = connections[alias]
+        cursor = self.prepared(connection) if self.prepared is not None else None
+        if cursor is None:
+            sql, params = self.statement(alias, opts)
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                rows = cursor.fetchall()
+        else:
+            with cursor:
+                cursor.execute(self.literal(alias, opts))
+                rows = cursor.fetchall()
         return jobs_from_rows(alias, rows)
 
+    def literal(self, alias: str, opts: ClaimOptions) -> str:
+        """The claim with its parameters written into the text, for a prepared
+        statement: with none left, PostgreSQL plans it once and keeps that plan,
+        which still matches the partial indexes' conditions (a plan made for
+        parameters could not know that ``state IN ($1, $2)`` meets them). The
+        values are quoted by the driver, as client-side binding quotes them."""
+        key = self._key(alias, opts)
+        found = self.literals.get(key)
+        if found is None:
+            if len(self.literals) >= self.MAX:
+                self.literals.clear()
+            sql, params = self.statement(alias, opts)
+            composed = cast(Any, connections[alias].ops).compose_sql(sql, params)
+            found = self.literals[key] = str(composed)
+        return found
+
     def statement(self, alias: str, opts: ClaimOptions) -> tuple[str, tuple[Any, ...]]:
+        key = self._key(alias, opts)
+        found = self.statements.get(key)
+        if found is None:
+            if len(self.statements) >= self.MAX:
+                self.statements.clear()
+            found = self.statements[key] = self._compile(alias, opts)
+        return found
+
+    @staticmethod
+    def _key(alias: str, opts: ClaimOptions) -> tuple[Any, ...]:
         budget = None if opts.budget is None else tuple(sorted(opts.budget.items()))
-        key = (
+        return (
             alias,
             tuple(opts.queues),
             opts.every_queue,
@@ -66,12 +107,6 @@ class ReturningClaims:
             None if opts.executions is None else tuple(opts.executions),
             tuple(opts.skip),
         )
-        found = self.statements.get(key)
-        if found is None:
-            if len(self.statements) >= self.MAX:
-                self.statements.clear()
-            found = self.statements[key] = self._compile(alias, opts)
-        return found
 
     def _compile(self, alias: str, opts: ClaimOptions) -> tuple[str, tuple[Any, ...]]:
         connection = connections[alias]

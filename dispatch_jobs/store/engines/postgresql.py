@@ -19,6 +19,7 @@ from ..options import ClaimOptions
 from ..rows import NewJobs
 from ..transitions import OUTCOME_COLUMNS, Settled
 from . import portable
+from .postgresql_cursor import prepares, server_cursor, statement_cursor
 from .postgresql_insert import Inserts
 
 CHANNEL = "dispatch_jobs"
@@ -31,7 +32,7 @@ class PostgreSQL:
     finished_apart = True
 
     def __init__(self) -> None:
-        self.claims = portable.ReturningClaims(self._chosen)
+        self.claims = portable.ReturningClaims(self._chosen, _prepared_cursor)
         self.inserts = Inserts(CHANNEL)
         # The completion statement by database alias: the same text every batch.
         self.batches: dict[str, str] = {}
@@ -98,7 +99,7 @@ class PostgreSQL:
         # transaction it gets a savepoint, so a refused batch can be split and
         # written apart without aborting the caller's transaction.
         guard = transaction.atomic(using=connection.alias) if connection.in_atomic_block else None
-        with guard or contextlib.nullcontext(), connection.cursor() as cursor:
+        with guard or contextlib.nullcontext(), statement_cursor(connection) as cursor:
             cursor.execute(sql, params)
             written = {row[0] for row in cursor.fetchall()}
         return set(ids) - written
@@ -156,6 +157,11 @@ class PostgreSQL:
         pass
 
 
+def _prepared_cursor(connection: BaseDatabaseWrapper) -> Any | None:
+    """The claim's cursor where the alias prepares statements, else None."""
+    return server_cursor(connection) if prepares(connection) else None
+
+
 def _batch_sql(connection: BaseDatabaseWrapper) -> str:
     quote = connection.ops.quote_name
     table = quote(Job._meta.db_table)
@@ -183,7 +189,7 @@ def _batch_sql(connection: BaseDatabaseWrapper) -> str:
     returned = ", ".join(f"{value} AS {name}" for name, value in _USAGE_FROM_JOB.items())
     return (
         "WITH locked AS MATERIALIZED (SELECT id, lease_epoch, worker_id, state "
-        f"FROM {table} WHERE id = ANY(%s) ORDER BY id FOR UPDATE), "
+        f"FROM {table} WHERE id = ANY(%s::bigint[]) ORDER BY id FOR UPDATE), "
         f"done AS (UPDATE {table} AS job SET {', '.join(assignments)} "
         f"FROM locked JOIN jsonb_to_recordset(%s::jsonb) AS v({', '.join(types)}) "
         "ON v._id = locked.id "

@@ -32,6 +32,7 @@ from django.db.models.expressions import DatabaseDefault
 
 from ...models import Job
 from ..rows import EncodedJSON, NewJobs
+from .postgresql_cursor import binds_client_side, prepares, server_cursor
 
 
 class Inserts:
@@ -123,7 +124,7 @@ def _insert(
         params[_COUNT] = new.size
     connection = connections[alias]
     with _insert_cursor(connection) as cursor:
-        if connection.in_atomic_block and _binds_client_side(connection):
+        if connection.in_atomic_block and binds_client_side(connection):
             _execute_in_savepoint(cursor, sql, params)
         else:
             cursor.execute(sql, params)
@@ -141,38 +142,14 @@ def _insert(
 _SAVEPOINT = "dispatch_jobs_enqueue"
 
 
-def _binds_client_side(connection: Any) -> bool:
-    """Whether the connection's cursors bind parameters client-side (Django's
-    default for psycopg 3), which lets one execute() carry several statements."""
-    return not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
-
-
-def _prepares(connection: Any) -> bool:
-    """Whether the alias may hold prepared statements: its OPTIONS set psycopg's
-    ``prepare_threshold``. Django leaves it ``None`` (nothing is prepared, which
-    PgBouncer before 1.21 in transaction mode needs); a direct connection can set
-    it, and then the INSERT is planned once per shape and connection instead of at
-    every enqueue (on a one-row enqueue the plan costs more than the write)."""
-    return connection.settings_dict.get("OPTIONS", {}).get("prepare_threshold") is not None
-
-
 def _insert_cursor(connection: Any) -> Any:
     """The INSERT's cursor: in autocommit on an alias that prepares, one that binds
-    server-side, which psycopg prepares once it has run a statement
-    ``prepare_threshold`` times (Django's own cursors bind client-side and never
-    prepare); else the connection's usual cursor (inside ``atomic()`` the INSERT
-    rides in a savepoint in the same round trip, which needs client-side binding).
-    Either is Django's cursor wrapper: errors are Django's, and the statement is
-    logged and counted as any."""
-    if connection.in_atomic_block or not _prepares(connection):
+    server-side (``postgresql_cursor``); else the connection's usual cursor (inside
+    ``atomic()`` the INSERT rides in a savepoint in the same round trip, which
+    needs client-side binding)."""
+    if connection.in_atomic_block or not prepares(connection):
         return connection.cursor()
-    from django.db.backends.postgresql import base
-
-    binding: Any = base.ServerBindingCursor  # psycopg 3's, which the stubs do not know
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
-    with connection.wrap_database_errors:
-        return connection._prepare_cursor(binding(connection.connection))
+    return server_cursor(connection)
 
 
 def _execute_in_savepoint(cursor: Any, sql: str, params: Mapping[str, Any]) -> None:

@@ -1,0 +1,56 @@
+"""PostgreSQL: the cursor the store's hot statements run on, prepared where the
+alias allows it.
+
+Django's PostgreSQL backend with psycopg 3 binds parameters on the client and
+prepares nothing (``prepare_threshold`` is ``None``): PgBouncer before 1.21 in
+transaction mode cannot carry a prepared statement from one server connection to
+the next. An alias whose OPTIONS set ``prepare_threshold`` says its connections
+can hold them (a direct connection, or a pooler that carries them). There the
+store runs its hot statements (the enqueue INSERT, the claim, the completion
+batch) on a cursor that binds on the server, which psycopg prepares once it has
+run a statement ``prepare_threshold`` times: PostgreSQL then plans each of them
+once per connection instead of at every call, and planning these statements costs
+the database about as much as running them (docs/deployment.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def prepares(connection: Any) -> bool:
+    """Whether the store prepares its statements on this connection: its alias's
+    OPTIONS set psycopg's ``prepare_threshold`` (Django leaves it ``None``), and
+    it is not logging its queries (``DEBUG``, or a test capturing them). A cursor
+    that binds on the server leaves Django no statement text to log, so a logged
+    connection keeps the usual cursor: the log shows each statement as it ran."""
+    if connection.settings_dict.get("OPTIONS", {}).get("prepare_threshold") is None:
+        return False
+    return not connection.queries_logged
+
+
+def binds_client_side(connection: Any) -> bool:
+    """Whether the connection's own cursors bind parameters on the client
+    (Django's default for psycopg 3), which lets one execute() carry several
+    statements."""
+    return not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
+
+
+def server_cursor(connection: Any) -> Any:
+    """A cursor that binds on the server, which psycopg prepares once it has run
+    a statement ``prepare_threshold`` times; Django's cursor wrapper all the same
+    (errors are Django's, and the statement is logged and counted as any)."""
+    from django.db.backends.postgresql import base
+
+    binding: Any = base.ServerBindingCursor  # psycopg 3's, which the stubs do not know
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    with connection.wrap_database_errors:
+        return connection._prepare_cursor(binding(connection.connection))
+
+
+def statement_cursor(connection: Any) -> Any:
+    """The cursor for a statement the store runs at every claim or completion:
+    prepared where the alias allows it (``server_cursor``), else the connection's
+    usual one."""
+    return server_cursor(connection) if prepares(connection) else connection.cursor()
