@@ -84,3 +84,40 @@ def test_a_post_init_receiver_sees_every_claimed_job(make_job: Any, initialised:
     assert len(claimed) == 2
     # Each built once (in the order the engine read them, which the claim reorders).
     assert sorted(id(job) for job in initialised) == sorted(id(job) for job in claimed)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [None, "{}", "[]", '{"a": [1, 2.5, null]}', "[1, {}]", '"s"', "3", "null", "{not json", ""],
+)
+def test_the_row_decoder_decodes_a_json_column_as_django_does(text: str | None) -> None:
+    """``job_rows._decoded`` (the claim's one loop over a row's JSON columns where
+    they are Django's only converters) gives what ``JSONField.from_db_value``
+    gives for the same text, text that is not JSON included."""
+    from django.db import connection
+
+    from dispatch_jobs.store.engines.job_rows import _decoded
+
+    field = Job._meta.get_field("payload")
+    column = field.get_col(Job._meta.db_table)
+    expected = field.from_db_value(text, column, connection)
+    [decoded] = _decoded([text], [0])
+    assert decoded == expected and type(decoded) is type(expected)
+
+
+def test_the_one_loop_serves_only_where_json_is_all_django_converts() -> None:
+    from django.db import connection
+
+    from dispatch_jobs.store.engines.job_rows import _plain_json_positions
+
+    fields = Job._meta.concrete_fields
+    compiler = Job.objects.none().query.get_compiler(connection.alias)
+    converters = compiler.get_converters([f.get_col(Job._meta.db_table) for f in fields])
+    positions = _plain_json_positions(converters)
+    json_columns = [i for i, f in enumerate(fields) if f.get_internal_type() == "JSONField"]
+    if connection.vendor == "postgresql":
+        assert positions == json_columns
+    else:
+        # SQLite and MySQL convert more than JSON (datetimes, booleans ...):
+        # Django's own converters run there.
+        assert positions is None

@@ -10,10 +10,8 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any, cast
 
 from django.db import DataError, IntegrityError, connections, transaction
-from django.db.models import JSONField, Q
-from django.db.models.base import ModelState
+from django.db.models import Q
 from django.db.models.functions import Now
-from django.db.models.signals import post_init, pre_init
 from django.db.models.sql import UpdateQuery
 
 from ...models import Job, Usage
@@ -23,6 +21,7 @@ from ..options import ClaimOptions
 from ..rows import EncodedJSON, NewJobs
 from ..selection import claim_changes, eligible
 from ..transitions import OUTCOME_COLUMNS, Retry, Settled, usage_of
+from .job_rows import jobs_from_rows
 
 
 class ReturningClaims:
@@ -119,59 +118,6 @@ class ReturningClaims:
         quote = connection.ops.quote_name
         columns = ", ".join(quote(str(f.column)) for f in Job._meta.concrete_fields)
         return f"{sql} RETURNING {columns}", tuple(params)
-
-
-def jobs_from_rows(alias: str, rows: Sequence[Sequence[Any]]) -> list[Job]:
-    """Whole job rows (every concrete column, in field order) as jobs, converted as
-    Django converts them. A worker builds hundreds per claim, so the model's
-    constructor is skipped where nothing could tell (``_claimed_job``) and the JSON
-    columns' empty containers, most of them, are built without the decoder."""
-    if not rows:
-        return []
-    fields = Job._meta.concrete_fields
-    compiler = Job.objects.using(alias).none().query.get_compiler(alias)
-    converters = compiler.get_converters([f.get_col(Job._meta.db_table) for f in fields])
-    for position, (functions, expression) in list(converters.items()):
-        converters[position] = ([_fast_json(f) for f in functions], expression)
-    if converters:
-        rows = list(compiler.apply_converters(rows, converters))
-    names = [f.attname for f in fields]
-    if pre_init.has_listeners(Job) or post_init.has_listeners(Job):
-        return [Job.from_db(alias, names, row) for row in rows]
-    return [_claimed_job(alias, names, row) for row in rows]
-
-
-def _claimed_job(alias: str, names: Sequence[str], row: Sequence[Any]) -> Job:
-    """What ``Job.from_db`` builds from a whole row, without ``Model.__init__``:
-    with no ``pre_init``/``post_init`` receiver for Job it only sets each field's
-    attribute (no field of Job stores through a descriptor but the foreign key's
-    id, whose setter only drops a cached related object a new instance lacks)."""
-    job = Job.__new__(Job)
-    job.__dict__.update(zip(names, row, strict=True))
-    state = ModelState()
-    state.adding = False
-    state.db = alias
-    job._state = state
-    return job
-
-
-def _fast_json(converter: Callable[..., Any]) -> Callable[..., Any]:
-    """A JSONField's ``from_db_value`` (default decoder) with the empty object and
-    array built directly: what ``json.loads`` would return, for a fraction of it."""
-    field = getattr(converter, "__self__", None)
-    if not isinstance(field, JSONField) or field.decoder is not None:
-        return converter
-    if getattr(converter, "__func__", None) is not JSONField.from_db_value:
-        return converter
-
-    def from_db_value(value: Any, expression: Any, connection: Any) -> Any:
-        if value == "{}":
-            return {}
-        if value == "[]":
-            return []
-        return converter(value, expression, connection)
-
-    return from_db_value
 
 
 # --- completion, one fenced UPDATE per job
