@@ -266,3 +266,24 @@ def test_the_replay_link_refuses_a_second_replay_and_admits_many_unlinked_rows()
         store.enqueue_job(Job(name="x.y", queue="default", payload={}, replay_of_id=original.pk))
     assert Job.objects.filter(replay_of_id=original.pk).count() == 1
     assert Job.objects.filter(replay_of__isnull=True).count() == 4
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the partial index is PostgreSQL's")
+def test_the_dead_letter_finds_replays_through_the_partial_index() -> None:
+    """The dead letter lists failed jobs nobody replayed (``replayed_by IS NULL``,
+    a join on ``replay_of_id``): the join reads the partial index, whose condition
+    every joined row meets."""
+    from dispatch_jobs import store
+    from tests import plans
+    from tests.factories import JobFactory
+
+    failed = [JobFactory(state="failed") for _ in range(3)]
+    store.replay_jobs([failed[0].pk])
+    query = Job.objects.filter(state="failed", replayed_by__isnull=True).order_by("-id")[:50]
+    assert [job.pk for job in query] == [failed[2].pk, failed[1].pk]
+    sql, params = query.query.sql_with_params()
+    with connection.cursor() as cursor:
+        composed = cursor.mogrify(sql, params)
+    plan = plans.explain(composed)
+    assert "dj_job_replay_of" in plan, plan
