@@ -231,3 +231,49 @@ def test_a_logged_connection_runs_the_claim_as_written() -> None:
     logged = [q["sql"] for q in captured.captured_queries]
     assert any(sql.startswith('UPDATE "dispatch_jobs_job"') for sql in logged), logged
     assert any(sql.startswith("WITH locked") for sql in logged), logged
+
+
+@pytest.fixture
+def widened_column() -> Iterator[Callable[[], None]]:
+    """Changes a job column's type from another connection (as a migration run
+    beside a working worker does), and restores it afterwards."""
+    import psycopg
+
+    settings = connection.settings_dict
+    dsn = f"host={settings['HOST'] or '127.0.0.1'} port={settings['PORT'] or 5432} "
+    dsn += f"user={settings['USER']} dbname={settings['NAME']}"
+    if settings.get("PASSWORD"):
+        dsn += f" password={settings['PASSWORD']}"
+    alter = 'ALTER TABLE "dispatch_jobs_job" ALTER COLUMN "cancel_requested_by" TYPE varchar(%d)'
+
+    def widen() -> None:
+        with psycopg.connect(dsn, autocommit=True) as other:
+            other.execute(alter % 200)  # type: ignore[arg-type]
+
+    yield widen
+    with psycopg.connect(dsn, autocommit=True) as other:
+        other.execute(alter % 150)  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("preparing")
+def test_prepared_statements_outlive_a_change_of_the_tables_columns(
+    widened_column: Callable[[], None],
+) -> None:
+    """A column's type changed under a worker's prepared statements (PostgreSQL
+    then refuses them: "cached plan must not change result type"): the enqueue,
+    the claim and the completion each run again on a fresh connection, and
+    nothing is lost or done twice."""
+    tasks.add.enqueue_many([((i, i), {}) for i in range(4)])
+    first = _claim(2)
+    assert _complete(first) == set()
+    tasks.add.enqueue(9, 9)
+    widened_column()
+    second = _claim(2)  # the prepared claim is refused, then runs again
+    assert len(second) == 2
+    late = tasks.add.enqueue(8, 8)  # the prepared INSERT likewise
+    assert _complete(second) == set()
+    rest = _claim(10)
+    assert _complete(rest) == set()
+    ids = {job.pk for job in first + second + rest}
+    assert len(ids) == 6 and int(late.id) in ids
+    assert set(Job.objects.values_list("state", flat=True)) == {"completed"}

@@ -19,7 +19,7 @@ from ..options import ClaimOptions
 from ..rows import NewJobs
 from ..transitions import OUTCOME_COLUMNS, Settled
 from . import portable
-from .postgresql_cursor import prepares, server_cursor, statement_cursor
+from .postgresql_cursor import prepares, replanned, server_cursor, statement_cursor
 from .postgresql_insert import Inserts
 
 CHANNEL = "dispatch_jobs"
@@ -50,7 +50,7 @@ class PostgreSQL:
         ``UPDATE job SET ... WHERE id = ANY(ARRAY(SELECT id ... LIMIT n FOR
         UPDATE SKIP LOCKED)) RETURNING *``. One statement is atomic on its own
         (autocommit) or inside the caller's transaction."""
-        return self.claims.run(opts)
+        return replanned(connections[db.alias()], lambda: self.claims.run(opts))
 
     @staticmethod
     def _chosen(select_sql: str, params: tuple[Any, ...]) -> Q:
@@ -98,21 +98,32 @@ class PostgreSQL:
         # In autocommit the one statement is atomic on its own. Inside a caller's
         # transaction it gets a savepoint, so a refused batch can be split and
         # written apart without aborting the caller's transaction.
-        guard = transaction.atomic(using=connection.alias) if connection.in_atomic_block else None
-        with guard or contextlib.nullcontext(), statement_cursor(connection) as cursor:
-            cursor.execute(sql, params)
-            written = {row[0] for row in cursor.fetchall()}
-        return set(ids) - written
+        in_transaction = connection.in_atomic_block
+
+        def run() -> set[int]:
+            guard = transaction.atomic(using=connection.alias) if in_transaction else None
+            with guard or contextlib.nullcontext(), statement_cursor(connection) as cursor:
+                cursor.execute(sql, params)
+                return {row[0] for row in cursor.fetchall()}
+
+        return set(ids) - replanned(connection, run)
 
     # --- insert
 
     def insert(self, new: NewJobs, returning: tuple[str, ...]) -> list[tuple[Any, ...]]:
         # One statement is atomic on its own: no transaction of ours needed (and,
         # inside the caller's, the statement brings its own savepoint).
-        return self.inserts.insert(db.alias(), new, returning, notify=self.notifies)
+        alias = db.alias()
+        return replanned(
+            connections[alias],
+            lambda: self.inserts.insert(alias, new, returning, notify=self.notifies),
+        )
 
     def persist(self, jobs: list[Job], *, many: bool) -> list[Job]:
-        return self.inserts.persist(db.alias(), jobs, notify=self.notifies)
+        alias = db.alias()
+        return replanned(
+            connections[alias], lambda: self.inserts.persist(alias, jobs, notify=self.notifies)
+        )
 
     def notify(self, queues: Sequence[str]) -> None:
         """One ``pg_notify`` per distinct queue (payload: the queue name), sent

@@ -15,7 +15,10 @@ the database about as much as running them (docs/deployment.md).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+from django.db import NotSupportedError
 
 
 def prepares(connection: Any) -> bool:
@@ -54,3 +57,24 @@ def statement_cursor(connection: Any) -> Any:
     prepared where the alias allows it (``server_cursor``), else the connection's
     usual one."""
     return server_cursor(connection) if prepares(connection) else connection.cursor()
+
+
+def replanned[T](connection: Any, run: Callable[[], T]) -> T:
+    """``run()``; should a prepared statement have outlived a change to the job
+    table's columns (a migration run while this worker holds the statement:
+    PostgreSQL refuses it with "cached plan must not change result type"), the
+    connection is closed, taking its prepared statements with it, and ``run``
+    runs once more on a fresh one. Inside a transaction the error has aborted it:
+    raised, for the transaction's owner."""
+    try:
+        return run()
+    except NotSupportedError as exc:
+        if not _stale_plan(exc) or connection.in_atomic_block:
+            raise
+    connection.close()
+    return run()
+
+
+def _stale_plan(exc: BaseException) -> bool:
+    cause = exc.__cause__
+    return getattr(cause, "sqlstate", None) == "0A000" and "cached plan" in str(cause)
