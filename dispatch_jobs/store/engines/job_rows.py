@@ -58,10 +58,7 @@ def _claimed_job(alias: str, names: Sequence[str], row: Sequence[Any]) -> Job:
 def _fast_json(converter: Callable[..., Any]) -> Callable[..., Any]:
     """A JSONField's ``from_db_value`` (default decoder) with the empty object and
     array built directly: what ``json.loads`` would return, for a fraction of it."""
-    field = getattr(converter, "__self__", None)
-    if not isinstance(field, JSONField) or field.decoder is not None:
-        return converter
-    if getattr(converter, "__func__", None) is not JSONField.from_db_value:
+    if not _is_plain_json(converter):
         return converter
 
     def from_db_value(value: Any, expression: Any, connection: Any) -> Any:

@@ -66,24 +66,17 @@ class ReturningClaims:
         which still matches the partial indexes' conditions (a plan made for
         parameters could not know that ``state IN ($1, $2)`` meets them). The
         values are quoted by the driver, as client-side binding quotes them."""
-        key = self._key(alias, opts)
-        found = self.literals.get(key)
-        if found is None:
-            if len(self.literals) >= self.MAX:
-                self.literals.clear()
+
+        def compose() -> str:
             sql, params = self.statement(alias, opts)
-            composed = cast(Any, connections[alias].ops).compose_sql(sql, params)
-            found = self.literals[key] = str(composed)
-        return found
+            return str(cast(Any, connections[alias].ops).compose_sql(sql, params))
+
+        return _kept(self.literals, self._key(alias, opts), self.MAX, compose)
 
     def statement(self, alias: str, opts: ClaimOptions) -> tuple[str, tuple[Any, ...]]:
-        key = self._key(alias, opts)
-        found = self.statements.get(key)
-        if found is None:
-            if len(self.statements) >= self.MAX:
-                self.statements.clear()
-            found = self.statements[key] = self._compile(alias, opts)
-        return found
+        return _kept(
+            self.statements, self._key(alias, opts), self.MAX, lambda: self._compile(alias, opts)
+        )
 
     @staticmethod
     def _key(alias: str, opts: ClaimOptions) -> tuple[Any, ...]:
@@ -118,6 +111,17 @@ class ReturningClaims:
         quote = connection.ops.quote_name
         columns = ", ".join(quote(str(f.column)) for f in Job._meta.concrete_fields)
         return f"{sql} RETURNING {columns}", tuple(params)
+
+
+def _kept[K, V](cache: dict[K, V], key: K, bound: int, make: Callable[[], V]) -> V:
+    """``cache[key]``, made by ``make`` when missing; the cache starts over once it
+    holds ``bound`` entries (a bound, not a tuning knob)."""
+    found = cache.get(key)
+    if found is None:
+        if len(cache) >= bound:
+            cache.clear()
+        found = cache[key] = make()
+    return found
 
 
 # --- completion, one fenced UPDATE per job

@@ -19,7 +19,7 @@ from ..options import ClaimOptions
 from ..rows import NewJobs
 from ..transitions import OUTCOME_COLUMNS, Settled
 from . import portable
-from .postgresql_cursor import prepares, replanned, server_cursor, statement_cursor
+from .postgresql_cursor import prepared_cursor, replanned, statement_cursor
 from .postgresql_insert import Inserts
 
 CHANNEL = "dispatch_jobs"
@@ -32,7 +32,7 @@ class PostgreSQL:
     finished_apart = True
 
     def __init__(self) -> None:
-        self.claims = portable.ReturningClaims(self._chosen, _prepared_cursor)
+        self.claims = portable.ReturningClaims(self._chosen, prepared_cursor)
         self.inserts = Inserts(CHANNEL)
         # The completion statement by database alias: the same text every batch.
         self.batches: dict[str, str] = {}
@@ -166,11 +166,6 @@ class PostgreSQL:
 
     def connected(self, connection: BaseDatabaseWrapper) -> None:
         pass
-
-
-def _prepared_cursor(connection: BaseDatabaseWrapper) -> Any | None:
-    """The claim's cursor where the alias prepares statements, else None."""
-    return server_cursor(connection) if prepares(connection) else None
 
 
 def _batch_sql(connection: BaseDatabaseWrapper) -> str:

@@ -52,11 +52,15 @@ def server_cursor(connection: Any) -> Any:
         return connection._prepare_cursor(binding(connection.connection))
 
 
+def prepared_cursor(connection: Any) -> Any | None:
+    """``server_cursor`` where the store prepares on this connection, else None."""
+    return server_cursor(connection) if prepares(connection) else None
+
+
 def statement_cursor(connection: Any) -> Any:
     """The cursor for a statement the store runs at every claim or completion:
-    prepared where the alias allows it (``server_cursor``), else the connection's
-    usual one."""
-    return server_cursor(connection) if prepares(connection) else connection.cursor()
+    prepared where the alias allows it, else the connection's usual one."""
+    return prepared_cursor(connection) or connection.cursor()
 
 
 def replanned[T](connection: Any, run: Callable[[], T]) -> T:
