@@ -98,19 +98,27 @@ DIET2 = {
 # ... and as migration 0016 leaves the replay link's: unique among the rows that
 # replay a job, with no entry for the others (NULL, nearly every row).
 REPLAY = {"replay~": "UNIQUE (replay_of_id) WHERE replay_of_id IS NOT NULL"}
-DEFINITIONS = {**INDEXES, **DIET, **PROPOSAL, **PROPOSAL_LIVE, **DIET2, **REPLAY}
+# ... and as migration 0017 leaves the state index and the two sort keys': partial
+# on "not running", so a claim writes none of them (running rows, a fleet's
+# concurrency, are listed through dj_job_lease).
+NOT_RUNNING = ("state_id", "priority_id", "created_id")
+DIET4 = {f"{name}~": f"{INDEXES[name]} WHERE state <> 'running'" for name in NOT_RUNNING}
+DEFINITIONS = {**INDEXES, **DIET, **PROPOSAL, **PROPOSAL_LIVE, **DIET2, **REPLAY, **DIET4}
 CLAIM_OWN = ("ready", "lease", "suspect")
 BEFORE = tuple(INDEXES)
 AFTER = tuple(n for n in INDEXES if n not in ("completed_id", "name_id", "name_pattern")) + tuple(
     DIET
 )
 STEP2 = tuple(n for n in AFTER if n not in FILTERS) + tuple(DIET2)
+STEP3 = tuple(n for n in STEP2 if n != "replay") + tuple(REPLAY)
+STEP4 = tuple(n for n in STEP3 if n not in NOT_RUNNING) + tuple(DIET4)
 SETS = {
     "claim's own (ready, lease, suspect)": CLAIM_OWN,
     "main, before the diet (0008)": BEFORE,
     "after the diet (0009)": AFTER,
     "after the second step (0015)": STEP2,
-    "after the replay link's (0016)": tuple(n for n in STEP2 if n != "replay") + tuple(REPLAY),
+    "after the replay link's (0016)": STEP3,
+    "after the state and sort keys' (0017)": STEP4,
     "proposal: admin's partial on finished": CLAIM_OWN + ("replay",) + tuple(PROPOSAL),
     "proposal: admin's partial on not running": CLAIM_OWN + ("replay",) + tuple(PROPOSAL_LIVE),
 }

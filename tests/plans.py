@@ -91,6 +91,24 @@ def indexes_used(plan: str) -> list[str]:
     return ["primary key" if name.endswith("_pkey") else name for name in names]
 
 
+def sorted_scans(plan: str) -> list[str | None]:
+    """For each Sort node of a PostgreSQL plan, the first index (or None) read
+    beneath it: which part of a list is sorted rather than read in order."""
+    lines = plan.splitlines()
+    found: list[str | None] = []
+    for at, line in enumerate(lines):
+        if re.search(r"\bSort\b(?! Key)", line) is None:
+            continue
+        depth = len(line) - len(line.lstrip())
+        beneath = []
+        for below in lines[at + 1 :]:
+            if below.strip() and len(below) - len(below.lstrip()) <= depth:
+                break
+            beneath.append(below)
+        found.append(next(iter(indexes_used("\n".join(beneath))), None))
+    return found
+
+
 def index_used(plan: str) -> str | None:
     """The first index of the job table the plan reads (primary key included)."""
     if connection.vendor == "postgresql":

@@ -29,6 +29,9 @@ class Quarantine(models.IntegerChoices):
 READY_STATES = (JobState.PENDING, JobState.RETRYING)
 FINISHED_STATES = (JobState.COMPLETED, JobState.FAILED, JobState.CANCELLED)
 FINISHED = Q(state__in=FINISHED_STATES)  # the condition of the finished-only indexes
+# The condition of the state index and the sort keys' (PostgreSQL, migration 0017):
+# every job but the running ones, so a claim writes none of them.
+NOT_RUNNING = ~Q(state=JobState.RUNNING)
 
 
 class JobQuerySet(models.QuerySet["Job"]):
@@ -151,13 +154,14 @@ class Job(models.Model):
                 name="dj_job_suspect",
                 condition=Q(quarantine=1, state__in=["pending", "retrying"]),
             ),
-            # Newest-first listing under each filter (id is the cursor). The state
-            # index and the two sort keys' indexes hold every row; the filter
-            # indexes hold finished rows only (PostgreSQL, migration 0015), so an
-            # enqueue, a claim and a retry write none of them, and a list reads
-            # live and finished rows apart (store.reads.first_rows). SQLite and
-            # MariaDB build them whole.
-            models.Index(fields=["state", "-id"], name="dj_job_state_id"),
+            # Newest-first listing under each filter (id is the cursor). On
+            # PostgreSQL the filter indexes hold finished rows only (migration
+            # 0015), so an enqueue, a claim and a retry write none of them; the
+            # state index and the two sort keys' indexes hold every row but the
+            # running ones (0017), so a claim writes none of them. A list reads
+            # the rows apart (store.reads.first_rows): running jobs (a fleet's
+            # concurrency) through dj_job_lease. SQLite and MariaDB build them whole.
+            models.Index(fields=["state", "-id"], name="dj_job_state_id", condition=NOT_RUNNING),
             models.Index(fields=["queue", "-id"], name="dj_job_queue_id", condition=FINISHED),
             # On PostgreSQL with the pattern operator class: it serves the exact
             # name and the name-prefix search (LIKE 'x%' under any collation), so
@@ -175,7 +179,9 @@ class Job(models.Model):
             ),
             models.Index(fields=["scope_org_id", "-id"], name="dj_job_org_id", condition=FINISHED),
             # The admin's sort keys and time/worker filters (migration 0003).
-            models.Index(fields=["priority", "id"], name="dj_job_priority_id"),
+            models.Index(
+                fields=["priority", "id"], name="dj_job_priority_id", condition=NOT_RUNNING
+            ),
             # Finished rows only (PostgreSQL, SQLite): every reader (the finished
             # sort and filter, the rollup, the purge) compares completed_at, which
             # implies it is not null, and an enqueue, a claim or a retry leaves the
@@ -185,7 +191,9 @@ class Job(models.Model):
                 name="dj_job_completed_id",
                 condition=Q(completed_at__isnull=False),
             ),
-            models.Index(fields=["created_at", "id"], name="dj_job_created_id"),
+            models.Index(
+                fields=["created_at", "id"], name="dj_job_created_id", condition=NOT_RUNNING
+            ),
             models.Index(fields=["worker_id", "-id"], name="dj_job_worker_id", condition=FINISHED),
         ]
 

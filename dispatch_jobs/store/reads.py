@@ -7,11 +7,12 @@ They read like any queryset and refuse to write: ``update``, ``delete``,
 the one way rows change (the write seam, tests/seam.py).
 
 A list of jobs reads its page and its counts through ``first_rows``,
-``count_at_most`` and ``count_rows``. Where the job table's filter indexes hold
-finished rows only (PostgreSQL, migration 0015), a list filtered on one of their
-columns is read in a live and a finished part, in one statement (``UNION ALL``):
-a condition on the state that the partial indexes' own implies is what lets the
-planner use them.
+``count_at_most`` and ``count_rows``. Where the job table's indexes are partial
+(PostgreSQL: the filter indexes hold finished rows only, migration 0015; the
+state index and the sort keys' every row but the running ones, 0017), a list
+that filters or sorts on one of their columns is read in parts by state, in one
+statement (``UNION ALL``): a condition on the state that the partial indexes'
+own implies is what lets the planner use them.
 """
 
 from __future__ import annotations
@@ -118,32 +119,64 @@ def schedule_ticks() -> models.QuerySet[ScheduleTick]:
 # --- Lists of jobs: live and finished rows apart where the indexes are apart.
 
 
-# The columns of the indexes that hold finished jobs only (migration 0015).
+# The columns of the indexes that hold finished jobs only (migration 0015) ...
 FINISHED_ONLY_COLUMNS = frozenset(
     {"queue", "name", "scope_app_id", "scope_org_id", "worker_id", "payload"}
 )
+# ... and of those that hold every job but the running ones (migration 0017).
+NOT_RUNNING_COLUMNS = frozenset({"state", "priority", "created_at"})
 
 
-def _parts[M: models.Model](queryset: models.QuerySet[M]) -> list[models.QuerySet[M]]:
-    """``queryset`` as the parts a list reads: live and finished jobs apart when
-    it filters on a column whose index holds finished jobs only, on an engine
-    whose indexes are so; otherwise itself (the primary key, the state index
-    and the sort keys' indexes hold every row: one part reads them best)."""
+def _parts[M: models.Model](
+    queryset: models.QuerySet[M], ordering: Sequence[Any] = ()
+) -> list[models.QuerySet[M]]:
+    """``queryset`` as the parts a list reads, in ``ordering``: on an engine whose
+    job indexes are partial (``finished_apart``), the jobs apart by state where
+    the list filters or sorts on a column whose index holds some states only;
+    otherwise itself (the primary key holds every row: one part reads it best).
+    The parts are disjoint and together hold every row of ``queryset``."""
     if (
         queryset.model is not Job
         or queryset.query.is_empty()  # .none(): Django reads nothing, nor would a part
         or not engine_for(queryset.db).finished_apart
-        or FINISHED_ONLY_COLUMNS.isdisjoint(_columns(queryset.query.where))
     ):
         return [queryset]
-    # The live part in two: the waiting jobs (a backlog may be millions) under
-    # the ready index's own condition, so a queue filter seeks it; the running
-    # ones (a fleet's concurrency) under the lease index's.
-    return [
-        queryset.filter(state__in=READY_STATES),
-        queryset.filter(state=JobState.RUNNING),
-        queryset.filter(state__in=FINISHED_STATES),
-    ]
+    columns = {*_columns(queryset.query.where), *_ordering_columns(ordering)}
+    if not FINISHED_ONLY_COLUMNS.isdisjoint(columns):
+        # The live part in two: the waiting jobs (a backlog may be millions) under
+        # the ready index's own condition, so a queue filter seeks it; the running
+        # ones (a fleet's concurrency) under the lease index's.
+        return [
+            queryset.filter(state__in=READY_STATES),
+            queryset.filter(state=JobState.RUNNING),
+            queryset.filter(state__in=FINISHED_STATES),
+        ]
+    if NOT_RUNNING_COLUMNS.isdisjoint(columns):
+        return [queryset]
+    states = _states(queryset.query.where)
+    if states is not None and (JobState.RUNNING not in states or states == {JobState.RUNNING}):
+        # Its own condition implies one index's: the running jobs' (the lease
+        # index) or everyone else's (the state index, the sort keys').
+        return [queryset]
+    return [queryset.exclude(state=JobState.RUNNING), queryset.filter(state=JobState.RUNNING)]
+
+
+def _states(where: Any) -> set[str] | None:
+    """The states a WHERE clause's top-level conditions leave possible (``state =``
+    and ``state IN`` of constants, joined by AND), or None where they do not bound them."""
+    if where.connector != "AND" or where.negated:
+        return None
+    states: set[str] | None = None
+    for child in where.children:
+        target = getattr(getattr(child, "lhs", None), "target", None)
+        if getattr(target, "column", None) != "state":
+            continue
+        lookup, rhs = getattr(child, "lookup_name", None), child.rhs
+        values = [rhs] if lookup == "exact" else rhs if lookup == "in" else None
+        if not isinstance(values, list | tuple) or not all(isinstance(v, str) for v in values):
+            continue  # another lookup, an expression or a subquery: nothing known
+        states = set(values) if states is None else states & set(values)
+    return states
 
 
 def _columns(node: Any) -> Iterator[str]:
@@ -156,6 +189,14 @@ def _columns(node: Any) -> Iterator[str]:
     for source in sources:
         if source is not None:
             yield from _columns(source)
+
+
+def _ordering_columns(ordering: Sequence[Any]) -> Iterator[str]:
+    """The columns an ordering names (``"-priority"``, ``F("priority").desc()``)."""
+    for item in ordering:
+        expression = getattr(item, "expression", item)  # an OrderBy's own
+        name = expression if isinstance(expression, str) else getattr(expression, "name", "")
+        yield name.lstrip("-")
 
 
 def _sources(node: Any) -> list[Any]:
@@ -171,7 +212,7 @@ def first_rows[M: models.Model](
     ``limit`` in its own index's order, merged by the database."""
     if limit <= 0:
         return []
-    windows = [part.order_by(*ordering)[:limit] for part in _parts(queryset)]
+    windows = [part.order_by(*ordering)[:limit] for part in _parts(queryset, ordering)]
     if len(windows) == 1:
         return list(windows[0])
     return list(windows[0].union(*windows[1:], all=True).order_by(*ordering)[:limit])

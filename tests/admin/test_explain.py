@@ -127,6 +127,13 @@ def test_each_sort_order_is_read_in_index_order(admin_client_, seeded):
         page_query = next(q for q in queries if "ORDER BY" in q)
         # With sorting priced out, a plan still sorting would mean no index has the order.
         plan = plans.explain(page_query, "enable_sort")
+        if connection.vendor == "postgresql" and key.field == "priority":
+            # The sort key's index holds every job but the running ones (migration
+            # 0017): the page reads them in its order, and the running jobs (a
+            # fleet's concurrency) through the lease index, sorted.
+            assert plans.indexes_used(plan) == [key.index, "dj_job_lease"], plan
+            assert plans.sorted_scans(plan) in ([], ["dj_job_lease"]), plan
+            continue
         assert not plans.sorts(plan), plan
         assert plans.index_used(plan) == key.index, plan
 
@@ -167,6 +174,9 @@ def test_a_part_of_a_task_name_reads_newest_first_and_stops_at_a_page(
         queries = _job_queries(admin_client_, query)
         page_query = next(q for q in queries if "ORDER BY" in q)
         assert "LIKE" in page_query.upper() and "LIMIT" in page_query.upper(), page_query
-        plan = plans.explain(page_query)
+        # Bitmap scans priced out too: with the sequential scan gone, a whole
+        # partial index (every job but the running ones, migration 0017) read
+        # as a bitmap is the same full read of a part in the planner's eyes.
+        plan = plans.explain(page_query, "enable_bitmapscan")
         assert plan.lstrip().startswith("Limit"), plan
         assert "Index Scan Backward using dispatch_jobs_job_pkey" in plan, plan

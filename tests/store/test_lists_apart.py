@@ -2,9 +2,10 @@
 ``count_at_most``, ``count_rows``) is the same list as one ordered read, on
 every database, whatever the order, the filter and the mix of states.
 
-On PostgreSQL the filter indexes hold finished jobs only (migration 0015), so
-the store reads the two parts apart, in one ``UNION ALL`` statement; elsewhere
-it reads the query whole.
+On PostgreSQL the filter indexes hold finished jobs only (migration 0015) and
+the state index and the sort keys' every job but the running ones (0017), so
+the store reads the parts apart, in one ``UNION ALL`` statement; elsewhere it
+reads the query whole.
 """
 
 from __future__ import annotations
@@ -121,32 +122,54 @@ def test_each_read_is_one_statement_apart_only_where_the_indexes_are(mixed) -> N
     assert all(("UNION ALL" in sql) == apart for sql in statements), statements
 
 
+NEWEST = [F("id").desc()]
+BY_PRIORITY = [F("priority").desc(), F("id").desc()]
+
+
 @pytest.mark.parametrize(
-    ("filters", "apart"),
+    ("filters", "ordering", "parts"),
     [
-        ({}, False),
-        ({"state": JobState.FAILED}, False),
-        ({"priority__gt": 0, "completed_at__isnull": False}, False),
-        ({"created_at__isnull": False}, False),
-        ({"queue": "mail"}, True),
-        ({"name__startswith": "tests."}, True),
-        ({"scope_app_id": "a"}, True),
-        ({"scope_org_id": "o"}, True),
-        ({"worker_id": "w"}, True),
-        ({"payload__contains": {"args": []}}, True),
+        # The primary key holds every row: one part.
+        ({}, NEWEST, 1),
+        ({"completed_at__isnull": False}, NEWEST, 1),
+        # A state filter implies the state index's condition or the lease index's.
+        ({"state": JobState.FAILED}, NEWEST, 1),
+        ({"state": JobState.RUNNING}, NEWEST, 1),
+        ({"state__in": list(reads.READY_STATES)}, BY_PRIORITY, 1),
+        ({"state__in": [JobState.FAILED, JobState.PENDING]}, NEWEST, 1),
+        # The state index and the sort keys' hold all but the running jobs
+        # (migration 0017): running and not running apart.
+        ({"state__in": [JobState.PENDING, JobState.RUNNING]}, NEWEST, 2),
+        ({}, BY_PRIORITY, 2),
+        ({"priority__gt": 0, "completed_at__isnull": False}, NEWEST, 2),
+        ({"created_at__isnull": False}, NEWEST, 2),
+        # The filter indexes hold finished jobs only (0015): waiting, running and
+        # finished apart.
+        ({"queue": "mail"}, NEWEST, 3),
+        ({"queue": "mail"}, BY_PRIORITY, 3),
+        ({"name__startswith": "tests."}, NEWEST, 3),
+        ({"scope_app_id": "a"}, NEWEST, 3),
+        ({"scope_org_id": "o"}, NEWEST, 3),
+        ({"worker_id": "w"}, NEWEST, 3),
+        ({"payload__contains": {"args": []}}, NEWEST, 3),
     ],
 )
-def test_only_a_filter_on_a_finished_only_index_is_read_apart(mixed, filters, apart) -> None:
-    """The primary key, the state index and the sort keys' indexes hold every
-    row: a list they serve is read in one part, as before the diet."""
+def test_a_list_is_read_apart_only_where_a_partial_index_needs_it(
+    mixed, filters, ordering, parts
+) -> None:
+    """Where the indexes are partial (PostgreSQL) a list is read in as many parts
+    as the indexes its filter and its order need; elsewhere in one."""
     if "payload__contains" in filters and connection.vendor != "postgresql":
         pytest.skip("JSON containment is PostgreSQL's (the admin's argument search)")
     queryset = reads.jobs().filter(**filters)
     with CaptureQueriesContext(connection) as captured:
-        rows = reads.first_rows(queryset, [F("id").desc()], 5)
-    assert [j.id for j in rows] == list(queryset.order_by("-id").values_list("id", flat=True)[:5])
+        rows = reads.first_rows(queryset, ordering, 5)
+    assert [j.id for j in rows] == list(
+        queryset.order_by(*ordering).values_list("id", flat=True)[:5]
+    )
     (sql,) = [q["sql"] for q in captured.captured_queries]
-    assert ("UNION ALL" in sql) == (apart and engine_for(connection.alias).finished_apart), sql
+    expected = parts if engine_for(connection.alias).finished_apart else 1
+    assert sql.count("UNION ALL") == expected - 1, sql
 
 
 def test_other_tables_are_read_whole(mixed) -> None:
