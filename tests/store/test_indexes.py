@@ -231,6 +231,30 @@ def test_the_state_and_sort_indexes_hold_every_job_but_the_running_ones() -> Non
             assert condition == "", (name, condition)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_migration_0017_goes_back_to_whole_indexes_and_forward_again() -> None:
+    """0017 is reversible: back to 0016 the three indexes are whole again (on
+    PostgreSQL, rebuilt CONCURRENTLY; elsewhere nothing was built differently),
+    and forward they hold every job but the running ones."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    def conditions() -> dict[str, str]:
+        built = {index.name: index for index in job_indexes()}
+        return {name: built[name].condition for name in NOT_RUNNING_ONLY}
+
+    latest = MigrationExecutor(connection).loader.graph.leaf_nodes("dispatch_jobs")
+    before = [("dispatch_jobs", "0016_replay_link_partial")]
+    try:
+        MigrationExecutor(connection).migrate(before)
+        assert set(conditions().values()) == {""}
+    finally:
+        MigrationExecutor(connection).migrate(latest)
+    expected = (
+        "(NOT ((state)::text = 'running'::text))" if connection.vendor == "postgresql" else ""
+    )
+    assert set(conditions().values()) == {expected}
+
+
 def _index(name: str, *columns: str, opclass: str = "", condition: str = "") -> Index:
     return Index(name, "btree", tuple(Key(c, False, opclass) for c in columns), condition, False)
 
