@@ -26,6 +26,8 @@ would buy nothing (MariaDB has no partial indexes anyway).
 from django.db import migrations, models
 from django.db.models import Q
 
+from ._partial_indexes import rebuild_concurrently, swapped_in_state
+
 FINISHED = Q(state__in=("completed", "failed", "cancelled"))
 FINISHED_SQL = "state IN ('completed', 'failed', 'cancelled')"
 
@@ -58,16 +60,7 @@ def _rebuild(schema_editor, model, finished: bool) -> None:
     if schema_editor.connection.vendor != "postgresql":
         return
     table = schema_editor.quote_name(model._meta.db_table)
-    for index in _indexes(finished):
-        name, temporary = index.name, f"{index.name}_new"
-        _, _, kwargs = index.deconstruct()
-        replacement = models.Index(**{**kwargs, "name": temporary})
-        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {temporary}")
-        schema_editor.execute(
-            replacement.create_sql(model, schema_editor, concurrently=True), params=None
-        )
-        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
-        schema_editor.execute(f"ALTER INDEX {temporary} RENAME TO {name}")
+    rebuild_concurrently(schema_editor, model, _indexes(finished))
     where = f" WHERE {FINISHED_SQL}" if finished else ""
     schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {GIN}_new")
     schema_editor.execute(
@@ -88,16 +81,4 @@ def whole(apps, schema_editor):
 class Migration(migrations.Migration):
     atomic = False  # CREATE/DROP INDEX CONCURRENTLY cannot run inside a transaction
     dependencies = [("dispatch_jobs", "0014_worker_execution")]
-    operations = [
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                operation
-                for before, after in zip(_indexes(False), _indexes(True), strict=True)
-                for operation in (
-                    migrations.RemoveIndex(model_name="job", name=before.name),
-                    migrations.AddIndex(model_name="job", index=after),
-                )
-            ],
-            database_operations=[migrations.RunPython(finished_only, whole)],
-        )
-    ]
+    operations = [swapped_in_state(_indexes(False), _indexes(True), finished_only, whole)]

@@ -28,6 +28,8 @@ has no partial indexes; the store reads their lists in one part.
 from django.db import migrations, models
 from django.db.models import Q
 
+from ._partial_indexes import rebuild_concurrently, swapped_in_state
+
 NOT_RUNNING = ~Q(state="running")
 
 
@@ -41,42 +43,15 @@ def _indexes(not_running: bool) -> list[models.Index]:
     ]
 
 
-def _rebuild(schema_editor, model, not_running: bool) -> None:
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    for index in _indexes(not_running):
-        name, temporary = index.name, f"{index.name}_new"
-        _, _, kwargs = index.deconstruct()
-        replacement = models.Index(**{**kwargs, "name": temporary})
-        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {temporary}")
-        schema_editor.execute(
-            replacement.create_sql(model, schema_editor, concurrently=True), params=None
-        )
-        schema_editor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
-        schema_editor.execute(f"ALTER INDEX {temporary} RENAME TO {name}")
-
-
 def not_running(apps, schema_editor):
-    _rebuild(schema_editor, apps.get_model("dispatch_jobs", "Job"), not_running=True)
+    rebuild_concurrently(schema_editor, apps.get_model("dispatch_jobs", "Job"), _indexes(True))
 
 
 def whole(apps, schema_editor):
-    _rebuild(schema_editor, apps.get_model("dispatch_jobs", "Job"), not_running=False)
+    rebuild_concurrently(schema_editor, apps.get_model("dispatch_jobs", "Job"), _indexes(False))
 
 
 class Migration(migrations.Migration):
     atomic = False  # CREATE/DROP INDEX CONCURRENTLY cannot run inside a transaction
     dependencies = [("dispatch_jobs", "0016_replay_link_partial")]
-    operations = [
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                operation
-                for before, after in zip(_indexes(False), _indexes(True), strict=True)
-                for operation in (
-                    migrations.RemoveIndex(model_name="job", name=before.name),
-                    migrations.AddIndex(model_name="job", index=after),
-                )
-            ],
-            database_operations=[migrations.RunPython(not_running, whole)],
-        )
-    ]
+    operations = [swapped_in_state(_indexes(False), _indexes(True), not_running, whole)]
