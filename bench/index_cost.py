@@ -6,6 +6,7 @@ Run by hand:
         --db postgres://postgres@127.0.0.1:5432/bench_dispatch_jobs
     .venv/bin/python -m bench.index_cost --db ... --list     # the live table's indexes
     .venv/bin/python -m bench.index_cost --db ... --each     # one admin index at a time
+    .venv/bin/python -m bench.index_cost --db ... --set 0017 --narrow  # and a narrower row
 
 The database must hold dispatch_jobs' migrated ``dispatch_jobs_job`` table with
 at least one row (any bench run leaves one). For each index set the scratch
@@ -156,11 +157,39 @@ FRESH = {
 }
 
 
-def rebuild(cur: psycopg.Cursor, indexes: tuple[str, ...]) -> tuple[str, str]:
-    """The empty scratch table with ``indexes``; its columns and what an
-    enqueue writes into them (the copied row's values, but for ``FRESH``)."""
+# The columns a job without resources, inputs, cancellation, replay or tracing
+# leaves at their defaults (or NULL) through every state change: what ``--narrow``
+# leaves out of the scratch table, to measure what the row's width costs.
+RARELY_SET = (
+    "artifact_bindings",
+    "cpu",
+    "memory",
+    "disk",
+    "gpu",
+    "custom_keys",
+    "resources",
+    "resource_limits",
+    "resource_class",
+    "execution",
+    "input_bytes",
+    "primary_input_hash",
+    "evict_count",
+    "lone_evictions",
+    "cancel_requested_at",
+    "cancel_requested_by",
+    "return_value",
+    "trace_context",
+)
+
+
+def rebuild(cur: psycopg.Cursor, indexes: tuple[str, ...], narrow: bool = False) -> tuple[str, str]:
+    """The empty scratch table with ``indexes`` (without ``RARELY_SET`` when
+    ``narrow``); its columns and what an enqueue writes into them (the copied
+    row's values, but for ``FRESH``)."""
     cur.execute(f"DROP TABLE IF EXISTS {TABLE}")
     cur.execute(f"CREATE TABLE {TABLE} (LIKE dispatch_jobs_job INCLUDING DEFAULTS)")
+    for column in RARELY_SET if narrow else ():
+        cur.execute(f'ALTER TABLE {TABLE} DROP COLUMN "{column}"')
     cur.execute(f"CREATE SEQUENCE IF NOT EXISTS {TABLE}_seq")
     cur.execute(f"ALTER SEQUENCE {TABLE}_seq RESTART")
     cur.execute(f"ALTER TABLE {TABLE} ALTER id SET DEFAULT nextval('{TABLE}_seq')")
@@ -173,7 +202,7 @@ def rebuild(cur: psycopg.Cursor, indexes: tuple[str, ...]) -> tuple[str, str]:
         cur.execute(f"CREATE {unique}INDEX {TABLE}_{label} ON {TABLE} {definition}")
     cur.execute(
         "SELECT column_name FROM information_schema.columns "
-        "WHERE table_name = 'dispatch_jobs_job' AND column_name <> 'id' ORDER BY ordinal_position"
+        f"WHERE table_name = '{TABLE}' AND column_name <> 'id' ORDER BY ordinal_position"
     )
     names = [str(r[0]) for r in cur.fetchall()]
     values = [FRESH.get(n, f'one."{n}"') for n in names]
@@ -217,10 +246,12 @@ class Tally:
         return out
 
 
-def run(cur: psycopg.Cursor, indexes: tuple[str, ...], jobs: int, batch: int) -> dict:
+def run(
+    cur: psycopg.Cursor, indexes: tuple[str, ...], jobs: int, batch: int, narrow: bool = False
+) -> dict:
     """Per state change: µs per job and WAL records and bytes per job; and
     claim+complete jobs/s."""
-    columns, values = rebuild(cur, indexes)
+    columns, values = rebuild(cur, indexes, narrow)
     cur.execute("SELECT count(*) FROM dispatch_jobs_job")
     if not cur.fetchone()[0]:  # type: ignore[index]
         raise SystemExit("dispatch_jobs_job is empty: run a bench scenario first.")
@@ -256,19 +287,29 @@ def list_indexes(cur: psycopg.Cursor) -> None:
 
 
 def measure(cur: psycopg.Cursor, sets: dict, args: argparse.Namespace) -> None:
-    runs: dict[str, list[dict]] = {label: [] for label in sets}
+    variants = {
+        (f"{label}, narrow row" if narrow else label): (indexes, narrow)
+        for label, indexes in sets.items()
+        for narrow in ((False, True) if args.narrow else (False,))
+    }
+    runs: dict[str, list[dict]] = {label: [] for label in variants}
     for _ in range(args.reps):
-        for label, indexes in sets.items():
-            runs[label].append(run(cur, indexes, args.jobs, args.batch))
+        for label, (indexes, narrow) in variants.items():
+            runs[label].append(run(cur, indexes, args.jobs, args.batch, narrow))
     head = "".join(f"{op:>16s}" for op in OPS)
-    print(f"{'index set':40s} {'idx':>3s}{head} {'claim+complete':>15s}")
+    width = max(40, *(len(label) for label in variants))
+    print(f"{'index set':{width}s} {'idx':>3s}{head} {'claim+complete':>15s}")
     unit = "".join(f"{'µs/job WAL/job':>16s}" for _ in OPS)
-    print(f"{'':40s} {'':3s}{unit} {'jobs/s':>15s}")
-    for label, indexes in sets.items():
+    print(f"{'':{width}s} {'':3s}{unit} {'jobs/s':>15s}")
+    medians = {}
+    for label, (indexes, _) in variants.items():
         rows = runs[label]
-        med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
+        med = medians[label] = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
         cells = "".join(f"{med[op]:9.1f}{med[op + '_wal']:7.2f}" for op in OPS)
-        print(f"{label:40s} {len(indexes) + 1:3d}{cells} {med['rate']:15,.0f}")
+        print(f"{label:{width}s} {len(indexes) + 1:3d}{cells} {med['rate']:15,.0f}")
+    print(f"\n{'WAL bytes per job':{width}s}    " + "".join(f"{op:>16s}" for op in OPS))
+    for label, med in medians.items():
+        print(f"{label:{width}s}    " + "".join(f"{med[op + '_bytes']:16,.0f}" for op in OPS))
     print(
         f"(medians of {args.reps}; {args.jobs:,} jobs, {args.batch} per statement; WAL/job: "
         "WAL records per job, each index entry written is one)"
@@ -286,6 +327,11 @@ def main() -> None:
         action="store_true",
         help="wait for each commit's WAL flush (off by default: on a shared machine the "
         "flush's latency drowns what the indexes cost)",
+    )
+    parser.add_argument(
+        "--narrow",
+        action="store_true",
+        help="each set also on a table without the columns a plain job never sets (RARELY_SET)",
     )
     parser.add_argument("--list", action="store_true", help="list the live table's indexes")
     parser.add_argument(
