@@ -65,6 +65,10 @@ def seeded():
     store.roll_up_finished_jobs(lag=timedelta(0))
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
+            # Earlier tests on this database rolled back their rows, but not the
+            # index pages those rows took (nor a GIN index's pending list): the
+            # planner would price each index by its size, not by these rows.
+            cursor.execute(f"REINDEX TABLE {plans.TABLE}")
             cursor.execute(f"ANALYZE {plans.TABLE}")
     if connection.vendor == "mysql":
         # MariaDB cannot price a plan out: on a table this small it reads every
@@ -174,9 +178,10 @@ def test_a_part_of_a_task_name_reads_newest_first_and_stops_at_a_page(
         queries = _job_queries(admin_client_, query)
         page_query = next(q for q in queries if "ORDER BY" in q)
         assert "LIKE" in page_query.upper() and "LIMIT" in page_query.upper(), page_query
-        # Bitmap scans priced out too: with the sequential scan gone, a whole
-        # partial index (every job but the running ones, migration 0017) read
-        # as a bitmap is the same full read of a part in the planner's eyes.
-        plan = plans.explain(page_query, "enable_bitmapscan")
+        # The fixture's few matches make every full read of a part look alike to
+        # the planner (a partial index read whole, as a bitmap or not, then
+        # sorted; a primary key made costly by the rows earlier tests rolled
+        # back): sorting priced out too, what is left is the walk in id order.
+        plan = plans.explain(page_query, "enable_bitmapscan", "enable_sort")
         assert plan.lstrip().startswith("Limit"), plan
         assert "Index Scan Backward using dispatch_jobs_job_pkey" in plan, plan
