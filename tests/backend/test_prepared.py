@@ -233,17 +233,24 @@ def test_a_logged_connection_runs_the_claim_as_written() -> None:
     assert any(sql.startswith("WITH locked") for sql in logged), logged
 
 
+def _other_dsn() -> str:
+    """The test database, for a connection of its own (a migration run beside a
+    working worker)."""
+    settings = connection.settings_dict
+    dsn = f"host={settings['HOST'] or '127.0.0.1'} port={settings['PORT'] or 5432} "
+    dsn += f"user={settings['USER']} dbname={settings['NAME']}"
+    if settings.get("PASSWORD"):
+        dsn += f" password={settings['PASSWORD']}"
+    return dsn
+
+
 @pytest.fixture
 def widened_column() -> Iterator[Callable[[], None]]:
     """Changes a job column's type from another connection (as a migration run
     beside a working worker does), and restores it afterwards."""
     import psycopg
 
-    settings = connection.settings_dict
-    dsn = f"host={settings['HOST'] or '127.0.0.1'} port={settings['PORT'] or 5432} "
-    dsn += f"user={settings['USER']} dbname={settings['NAME']}"
-    if settings.get("PASSWORD"):
-        dsn += f" password={settings['PASSWORD']}"
+    dsn = _other_dsn()
     alter = 'ALTER TABLE "dispatch_jobs_job" ALTER COLUMN "cancel_requested_by" TYPE varchar(%d)'
 
     def widen() -> None:
@@ -276,4 +283,53 @@ def test_prepared_statements_outlive_a_change_of_the_tables_columns(
     assert _complete(rest) == set()
     ids = {job.pk for job in first + second + rest}
     assert len(ids) == 6 and int(late.id) in ids
+    assert set(Job.objects.values_list("state", flat=True)) == {"completed"}
+
+
+@pytest.fixture
+def rebuilt_indexes() -> Iterator[Callable[[bool], None]]:
+    """Rebuilds the state index and the sort keys' from another connection, as
+    migration 0017 does forward (``not_running``) and back, and leaves them as
+    0017 leaves them."""
+    import psycopg
+
+    dsn = _other_dsn()
+    definitions = {
+        "dj_job_state_id": "(state, id DESC)",
+        "dj_job_priority_id": "(priority, id)",
+        "dj_job_created_id": "(created_at, id)",
+    }
+
+    def rebuild(not_running: bool) -> None:
+        where = " WHERE NOT (state = 'running')" if not_running else ""
+        with psycopg.connect(dsn, autocommit=True) as other:
+            for name, columns in definitions.items():
+                other.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")  # type: ignore[arg-type]
+                other.execute(
+                    f'CREATE INDEX CONCURRENTLY {name} ON "dispatch_jobs_job" {columns}{where}'  # type: ignore[arg-type]
+                )
+
+    yield rebuild
+    rebuild(True)
+
+
+@pytest.mark.usefixtures("preparing")
+def test_prepared_statements_outlive_the_index_diet_run_beside_them(
+    rebuilt_indexes: Callable[[bool], None],
+) -> None:
+    """Migration 0017 run back and forth while a worker holds its prepared claim,
+    completion and INSERT: every statement goes on (PostgreSQL replans it), and
+    every job is claimed once and completed once."""
+    tasks.add.enqueue_many([((i, i), {}) for i in range(6)])
+    first = _claim(2)
+    rebuilt_indexes(False)
+    assert _complete(first) == set()
+    second = _claim(2)
+    late = tasks.add.enqueue(8, 8)
+    rebuilt_indexes(True)
+    assert _complete(second) == set()
+    rest = _claim(10)
+    assert _complete(rest) == set()
+    ids = [job.pk for job in first + second + rest]
+    assert len(ids) == len(set(ids)) == 7 and int(late.id) in ids
     assert set(Job.objects.values_list("state", flat=True)) == {"completed"}
