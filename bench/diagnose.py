@@ -197,10 +197,25 @@ def main(argv: list[str] | None = None) -> int:
         "suspect), the key and the replay link on this scratch database first: what "
         "the index diet could buy a drain",
     )
+    parser.add_argument(
+        "--sql",
+        action="append",
+        default=[],
+        metavar="STATEMENT",
+        help="run STATEMENT on the scratch database after its set-up, before the fill "
+        "(repeatable): an experiment's schema change, e.g. an index dropped",
+    )
     args = parser.parse_args(argv)
 
     system = load(args.system, "postgres")
     system.prepare()
+    if args.sql:
+        import psycopg
+
+        with psycopg.connect(libpq_dsn(system.url), autocommit=True) as conn:
+            for statement in args.sql:
+                conn.execute(statement)
+                print(f"ran: {statement}", flush=True)
     if args.claim_indexes_only:
         dropped = drop_admin_indexes(system.url)
         print(f"dropped {len(dropped)} job indexes: {', '.join(dropped)}", flush=True)
