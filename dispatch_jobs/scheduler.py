@@ -67,7 +67,16 @@ def job_for(schedule: Schedule) -> Job:
         overrides["priority"] = schedule.priority
     if overrides:
         task = task.using(**overrides)
-    return job_of_call(task, list(schedule.args or []), dict(schedule.kwargs or {}))
+    # As stored: a row written elsewhere may hold any JSON there (a string would
+    # otherwise be taken letter by letter for the arguments).
+    args = [] if schedule.args is None else schedule.args
+    kwargs = {} if schedule.kwargs is None else schedule.kwargs
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        raise InvalidSchedule(
+            f"schedule {schedule.name!r}: its stored args must be a list and its kwargs an "
+            f"object, got {type(args).__name__} and {type(kwargs).__name__}"
+        )
+    return job_of_call(task, list(args), dict(kwargs))
 
 
 def fire_due_schedules(grace: timedelta = MIN_GRACE) -> int:

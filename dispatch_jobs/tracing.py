@@ -29,6 +29,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
+from .attempts import attempt_list
+
 try:
     # (a namespace package: some mypy set-ups do not see its submodules)
     from opentelemetry import propagate, trace  # type: ignore[attr-defined,unused-ignore]
@@ -135,7 +137,7 @@ def execution_span(job: Job) -> AbstractContextManager[Any]:
         "messaging.destination.name": job.queue,
         "messaging.message.id": str(job.pk),
         "dispatch_jobs.task": job.name,
-        "dispatch_jobs.attempt": len(job.attempts or ()) + 1,
+        "dispatch_jobs.attempt": len(attempt_list(job.attempts)) + 1,
     }
     return current.start_as_current_span(
         f"run {job.name}",

@@ -23,6 +23,7 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 
 from .. import database, store
+from ..attempts import attempt_list
 from ..conf import settings
 from ..models import Job, JobState
 from ..store import reads
@@ -320,7 +321,8 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
             "return_value": (
                 values.shown(job, "return_value") if job.return_value is not None else None
             ),
-            "attempts": [_attempt(a) for a in (job.attempts or []) if isinstance(a, dict)],
+            # A stored log that is not a list shows as one entry saying what it held.
+            "attempts": [_attempt(a) for a in attempt_list(job.attempts) if isinstance(a, dict)],
             "usages": list(reads.usage().filter(job_id=job.pk).order_by("attempt", "id")[:100]),
             "lease_left": lease_left,
             "db_now": now,
@@ -373,7 +375,7 @@ def _timeline(job: Job) -> list[tuple[str, Any]]:
         ("Finished", job.completed_at),
         ("Last updated", job.updated_at),
     ]
-    for attempt in job.attempts or []:
+    for attempt in attempt_list(job.attempts):
         at = attempt.get("finished_at", attempt.get("at")) if isinstance(attempt, dict) else None
         when = parse_datetime(at) if isinstance(at, str) else None
         if when is not None:

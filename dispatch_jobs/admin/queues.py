@@ -8,7 +8,6 @@ in the admin index as "Queue controls". A paused queue is skipped by every claim
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -35,6 +34,7 @@ from .. import database, limits, store
 from ..conf import declared_queues, settings
 from ..exceptions import QueryTooBroad
 from ..models import LIMITED, READY_STATES, JobState, QueueControl
+from ..models.stored_json import read_stored
 from ..queue_limits import of_control
 from ..store import reads
 from .paging import bounded_count
@@ -82,7 +82,10 @@ def fleet(request: HttpRequest | None = None, *, tasks: bool = True) -> Fleet:
         else:
             worker_ids.append(key)
             workers.append((concurrency, last_seen))
-            names.update(str(q) for q in json.loads(queues or "[]") or [])
+            # A worker's own row, but stored: whatever it holds must not fail the page.
+            listed = read_stored(queues) if queues else []
+            if isinstance(listed, list):
+                names.update(q for q in listed if isinstance(q, str))
     result = Fleet(
         sorted(names), sorted(worker_ids), frozenset(paused), tuple(workers), sorted(task_names)
     )

@@ -8,6 +8,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 from ..limits import QUEUE_MAX
+from .stored_json import StoredJSONDecoder
 
 
 class WorkerState(models.TextChoices):
@@ -21,9 +22,9 @@ class Worker(models.Model):
     id = models.CharField(max_length=100, primary_key=True)
     hostname = models.CharField(max_length=255)
     pid = models.IntegerField()
-    queues = models.JSONField(default=list)
+    queues = models.JSONField(decoder=StoredJSONDecoder, default=list)
     concurrency = models.IntegerField()
-    capacity = models.JSONField(default=dict, blank=True)
+    capacity = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
     execution = models.CharField(
         max_length=32, default="in-process", help_text="The rung every job runs at on this worker."
     )

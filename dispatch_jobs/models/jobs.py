@@ -7,6 +7,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 from ..limits import QUEUE_MAX
+from .stored_json import StoredJSONDecoder
 
 
 class JobState(models.TextChoices):
@@ -56,7 +57,9 @@ class Job(models.Model):
     id = models.BigAutoField(primary_key=True)
     name = models.CharField(max_length=255, help_text="The task's import path or alias.")
     queue = models.CharField(max_length=QUEUE_MAX, default="default")
-    payload = models.JSONField(default=dict, help_text="{'args': [...], 'kwargs': {...}}")
+    payload = models.JSONField(
+        decoder=StoredJSONDecoder, default=dict, help_text="{'args': [...], 'kwargs': {...}}"
+    )
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.PENDING)
     priority = models.IntegerField(default=0)
     max_retries = models.IntegerField(default=3)
@@ -64,7 +67,7 @@ class Job(models.Model):
     last_error = models.TextField(blank=True, default="")
     # Every attempt's outcome: [{"attempt", "worker_id", "status", "exception_class",
     # "message", "traceback", "at"}], appended by the worker's fenced write.
-    attempts = models.JSONField(default=list, blank=True)
+    attempts = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
     scope_app_id = models.CharField(max_length=100, blank=True, default="")
     scope_org_id = models.CharField(max_length=100, blank=True, default="")
     worker_id = models.CharField(max_length=100, blank=True, default="")
@@ -73,7 +76,7 @@ class Job(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     timeout = models.DurationField(null=True, blank=True)
-    artifact_bindings = models.JSONField(null=True, blank=True)
+    artifact_bindings = models.JSONField(decoder=StoredJSONDecoder, null=True, blank=True)
     # Resolved requirement in canonical units, as scalar columns the claim compares.
     cpu = models.BigIntegerField(default=0, help_text="millicores")
     memory = models.BigIntegerField(default=0, help_text="bytes")
@@ -81,8 +84,8 @@ class Job(models.Model):
     gpu = models.BigIntegerField(default=0, help_text="milli-devices")
     # Custom keys as the seed's delimited string: ",fpga,tpu," ("" for none).
     custom_keys = models.CharField(max_length=500, blank=True, default="")
-    resources = models.JSONField(default=dict, blank=True)
-    resource_limits = models.JSONField(default=dict, blank=True)
+    resources = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
+    resource_limits = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
     resource_class = models.CharField(max_length=100, blank=True, default="")
     execution = models.CharField(max_length=32, blank=True, default="in-process")
     input_bytes = models.BigIntegerField(default=0)
@@ -105,7 +108,7 @@ class Job(models.Model):
     # its next heartbeat, stops the handler and writes the job cancelled.
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     cancel_requested_by = models.CharField(max_length=150, blank=True, default="")
-    return_value = models.JSONField(null=True, blank=True)
+    return_value = models.JSONField(decoder=StoredJSONDecoder, null=True, blank=True)
     replay_of = models.OneToOneField(
         "self",
         null=True,
@@ -119,7 +122,7 @@ class Job(models.Model):
     # The enqueuing span's W3C trace context ({"traceparent": ..., "tracestate":
     # ...}), so the execution span joins the request's trace. Written only while
     # OpenTelemetry tracing is active (dispatch_jobs.tracing); NULL otherwise.
-    trace_context = models.JSONField(null=True, blank=True)
+    trace_context = models.JSONField(decoder=StoredJSONDecoder, null=True, blank=True)
 
     objects = JobQuerySet.as_manager()
 
@@ -202,8 +205,16 @@ class Job(models.Model):
 
     @property
     def args(self) -> list:
-        return list((self.payload or {}).get("args", []))
+        """The call's positional arguments; none where the stored payload holds no
+        list of them (a row the worker fails, naming the column, still has a result)."""
+        payload = self.payload
+        args = payload.get("args") if isinstance(payload, dict) else None
+        return list(args) if isinstance(args, list) else []
 
     @property
     def kwargs(self) -> dict:
-        return dict((self.payload or {}).get("kwargs", {}))
+        """The call's keyword arguments; none where the stored payload holds no
+        object of them."""
+        payload = self.payload
+        kwargs = payload.get("kwargs") if isinstance(payload, dict) else None
+        return dict(kwargs) if isinstance(kwargs, dict) else {}

@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models.functions import Now
 
 from ..ticks import MissedTicks
+from .stored_json import StoredJSONDecoder
 
 
 class ScheduleSource(models.TextChoices):
@@ -32,8 +33,8 @@ class Schedule(models.Model):
     timezone = models.CharField(
         max_length=64, default="UTC", help_text="IANA zone the cron expression reads in."
     )
-    args = models.JSONField(default=list, blank=True)
-    kwargs = models.JSONField(default=dict, blank=True)
+    args = models.JSONField(decoder=StoredJSONDecoder, default=list, blank=True)
+    kwargs = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
     queue = models.CharField(
         max_length=100, blank=True, default="", help_text="Empty: the task's own queue."
     )

@@ -7,6 +7,7 @@ from django.db.models.functions import Now
 
 from ..limits import QUEUE_MAX
 from .jobs import JobState
+from .stored_json import StoredJSONDecoder
 
 
 class Usage(models.Model):
@@ -19,7 +20,7 @@ class Usage(models.Model):
     attempt = models.IntegerField()
     status = models.CharField(max_length=16, choices=JobState.choices)
     input_bytes = models.BigIntegerField(default=0)
-    resources = models.JSONField(default=dict, blank=True)
+    resources = models.JSONField(decoder=StoredJSONDecoder, default=dict, blank=True)
     wall_time = models.DurationField()
     cpu_time = models.DurationField(null=True, blank=True)
     peak_rss = models.BigIntegerField(default=0)

@@ -15,6 +15,7 @@ from django.urls import reverse
 
 from dispatch_jobs import store
 from dispatch_jobs.models import Job
+from tests.stored_json import deepest_nesting, set_json_text
 
 from . import builders
 
@@ -178,3 +179,22 @@ def test_the_day_line_skips_the_inside_of_flat_runs():
     assert len(completed.group(1).split()) == 5
     assert len(failed.group(1).split()) == 2  # flat all day: its two ends
     assert "span: 15 completed, 0 failed" in svg
+
+
+@pytest.mark.parametrize("stored", ["5", '{"a": 1}', '[1, ["x"], "kept"]', "deep"])
+def test_a_worker_row_holding_odd_queues_json_leaves_the_pages_up(admin_client_, stored):
+    """The fleet read (dashboard, queue filter) takes each worker's stored queues
+    as they are: not a list, not names, or nested deeper than Python's decoder
+    follows, they add no queue name and fail no page."""
+    from dispatch_jobs.models import Worker
+
+    store.register_worker("w-odd", hostname="h", pid=1, queues=["default"], concurrency=1)
+    text = deepest_nesting() if stored == "deep" else stored
+    if not set_json_text(Worker, "w-odd", "queues", text):
+        pytest.skip(f"{connection.vendor} refuses JSON this deep: no such row can be stored")
+    cache.clear()
+    _page(admin_client_)
+    listed = admin_client_.get(reverse("admin:dispatch_jobs_job_changelist"))
+    assert listed.status_code == 200
+    if stored.startswith("[1"):
+        assert "kept" in listed.content.decode()  # the names in it still count

@@ -105,6 +105,23 @@ def test_the_row_decoder_decodes_a_json_column_as_django_does(text: str | None) 
     assert decoded == expected and type(decoded) is type(expected)
 
 
+def test_json_nested_deeper_than_the_decoder_follows_is_kept_as_its_text() -> None:
+    """A value the databases store but ``json.loads`` cannot follow (RecursionError)
+    is text that is not JSON to both readers: the row's model field and the claim's
+    loop give the text back, for the worker to fail that job alone."""
+    from django.db import connection
+
+    from dispatch_jobs.models.stored_json import read_stored
+    from dispatch_jobs.store.engines.job_rows import _decoded
+
+    text = "[" * 100_000 + "]" * 100_000
+    field = Job._meta.get_field("payload")
+    assert field.from_db_value(text, field.get_col(Job._meta.db_table), connection) == text
+    assert _decoded([text], [0]) == [text]
+    assert read_stored(text) == text
+    assert read_stored("[[1]]") == [[1]] and read_stored("{not json") == "{not json"
+
+
 def test_the_one_loop_serves_only_where_json_is_all_django_converts() -> None:
     from django.db import connection
 

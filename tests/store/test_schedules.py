@@ -17,6 +17,7 @@ from dispatch_jobs.models import Job, Schedule, ScheduleSource, ScheduleTick
 from dispatch_jobs.schedules import make_spec
 from dispatch_jobs.ticks import MissedTicks, next_tick
 from tests.store.support import db_now
+from tests.stored_json import set_json_text
 
 pytestmark = pytest.mark.django_db
 
@@ -260,3 +261,17 @@ def test_an_operators_save_does_not_undo_a_tick_fired_meanwhile():
         fired.last_tick_at,
         fired.next_fire_at,
     )
+
+
+@pytest.mark.parametrize("column, stored", [("args", '"12"'), ("args", "5"), ("kwargs", "[1]")])
+def test_stored_arguments_that_are_not_a_call_are_the_schedules_error(column, stored):
+    """Args that are not a list (a string is not taken letter by letter) or kwargs
+    that are not an object, as a row written elsewhere may hold: no job, the
+    error kept on the schedule, the schedule moved on."""
+    row = overdue(schedule(), 0)
+    assert set_json_text(Schedule, row.pk, column, stored)
+    assert scheduler.fire_due_schedules() == 0
+    row.refresh_from_db()
+    assert "its stored args must be a list and its kwargs an object" in row.last_error
+    assert row.next_fire_at > db_now()
+    assert not Job.objects.exists()

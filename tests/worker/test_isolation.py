@@ -7,6 +7,7 @@ to the ordinary ones: none re-run, none failed, none left behind.
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from dispatch_jobs.worker.completer import persist
 from dispatch_jobs.worker.executor import Attempt
 from dispatch_jobs.worker.outcomes import Kind, Outcome, settle
 from tests.jobs import tasks
+from tests.stored_json import deepest_nesting, set_json_text
 from tests.worker.processes import FAST, WorkerProcess, wait_until
 from tests.worker.support import enqueue
 
@@ -163,6 +165,47 @@ def test_undecodable_claimed_rows_fail_alone_and_the_worker_keeps_running(
         assert row.attempts[-1]["exception_class"].endswith(("UndecodableJob", "InvalidPayload"))
         page = admin_client.get(f"/admin/dispatch_jobs/job/{job.pk}/change/")
         assert page.status_code == 200, column
+        assert result_of(job).id == str(job.pk), column  # its result can be looked up
+
+
+# The columns the worker checks before it runs a job (``problem_with``): too deep
+# for Python's decoder there, the job fails naming the column.
+CHECKED_JSON = ("payload", "attempts", "resources", "artifact_bindings")
+
+
+def _python_decodes(text: str) -> bool:
+    try:
+        json.loads(text)
+    except RecursionError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    "column",
+    [*CHECKED_JSON, "resource_limits", "return_value", "trace_context"],
+)
+def test_json_nested_too_deep_to_decode_fails_its_own_job_alone(
+    workers: Workers, tmp_path: Path, admin_client, column: str
+) -> None:
+    innocents = ordinary_jobs(tmp_path, 12)
+    deep = enqueue(tasks.add, 1, 2)
+    nested = deepest_nesting()
+    if not set_json_text(Job, deep.pk, column, nested):
+        pytest.skip(f"{connection.vendor} refuses JSON this deep: no such row can be stored")
+    worker = workers("--burst", "--concurrency", "2", "--prefetch", "20", *FAST)
+    assert worker.wait(120) == 0, worker.log()[-3000:]
+    assert_ran_exactly_once(tmp_path, innocents)
+    row = Job.objects.get(pk=deep.pk)
+    assert row.state in (JobState.COMPLETED, JobState.FAILED), row.state
+    assert row.evict_count == 0
+    if column in CHECKED_JSON and not _python_decodes(nested):
+        assert row.state == JobState.FAILED
+        assert f"'{column}'" in row.last_error, row.last_error
+    # What reads the row afterwards reads it too: the admin's pages, the result.
+    assert admin_client.get(f"/admin/dispatch_jobs/job/{deep.pk}/change/").status_code == 200
+    assert admin_client.get("/admin/dispatch_jobs/job/").status_code == 200
+    assert result_of(deep).id == str(deep.pk)
 
 
 # -- 4. a row locked elsewhere ------------------------------------------------------------

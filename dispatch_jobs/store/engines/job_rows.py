@@ -16,6 +16,7 @@ from django.db.models.base import ModelState
 from django.db.models.signals import post_init, pre_init
 
 from ...models import Job
+from ...models.stored_json import StoredJSONDecoder
 
 
 def jobs_from_rows(alias: str, rows: Sequence[Sequence[Any]]) -> list[Job]:
@@ -72,11 +73,13 @@ def _fast_json(converter: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _is_plain_json(converter: Callable[..., Any]) -> bool:
-    """Django's own ``JSONField.from_db_value`` of a field with the default decoder."""
+    """Django's own ``JSONField.from_db_value`` of a field with the default decoder
+    or ``StoredJSONDecoder`` (the default's results, a value too deep for it left
+    as text): what ``_decoded`` does."""
     field = getattr(converter, "__self__", None)
     return (
         isinstance(field, JSONField)
-        and field.decoder is None
+        and field.decoder in (None, StoredJSONDecoder)
         and getattr(converter, "__func__", None) is JSONField.from_db_value
     )
 
@@ -95,9 +98,10 @@ def _plain_json_positions(converters: dict[int, Any]) -> list[int] | None:
 
 def _decoded(row: Sequence[Any], positions: Sequence[int]) -> list[Any]:
     """``row`` with its JSON columns decoded as ``JSONField.from_db_value`` decodes
-    a column's value (NULL stays None, text that is not JSON stays the text, for
-    the worker to fail that job alone); the empty object and array, most of them,
-    built without the decoder."""
+    a column's value with ``StoredJSONDecoder`` (NULL stays None; text that is not
+    JSON, or JSON nested deeper than the decoder follows, stays the text, for the
+    worker to fail that job alone, not the claim of every row beside it); the
+    empty object and array, most of them, built without the decoder."""
     values = list(row)
     for position in positions:
         value = values[position]
@@ -110,6 +114,6 @@ def _decoded(row: Sequence[Any], positions: Sequence[int]) -> list[Any]:
         else:
             try:  # noqa: SIM105 - suppress() costs a context manager per value
                 values[position] = json.loads(value)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 pass
     return values
