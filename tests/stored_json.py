@@ -1,5 +1,6 @@
 """Rows as another program could leave them: a JSON column set by SQL to any
-text, bypassing every check the app makes on the way in."""
+text, a time or interval no driver reads back, bypassing every check the app
+makes on the way in."""
 
 from __future__ import annotations
 
@@ -30,3 +31,19 @@ def deepest_nesting() -> str:
     SQLite: 2,000), deeper than Python's decoder follows on PostgreSQL."""
     levels = 10_000 if connection.vendor == "postgresql" else 2_000
     return "[" * levels + "]" * levels
+
+
+# Values a database keeps that the driver or Django cannot read back, per vendor:
+# PostgreSQL's infinite times and intervals past timedelta's range, SQLite's text
+# that names no day, MariaDB's zero date (read as None there).
+UNREADABLE = {
+    "postgresql": [
+        ("created_at", "'infinity'::timestamptz"),
+        ("run_at", "'-infinity'::timestamptz"),  # ready, as far as the claim sees
+        ("timeout", "'100000000 years'::interval"),
+    ],
+    # A time of the right form with no such day: Django's parser raises (text of
+    # no time's form it reads as None, and the job runs).
+    "sqlite": [("created_at", "'2026-13-45 00:00:00'"), ("run_at", "'0000-13-45 00:00:00'")],
+    "mysql": [("created_at", "'0000-00-00 00:00:00'")],
+}

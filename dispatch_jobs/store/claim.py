@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from datetime import datetime
 
 from ..exceptions import LeaseWithoutWorker
 from ..models import Job
@@ -36,7 +37,22 @@ def claim_jobs(opts: ClaimOptions) -> list[Job]:
         raise LeaseWithoutWorker()
     jobs = _claim(opts)
     preferred = set(opts.preferred_hashes())
-    jobs.sort(key=lambda j: (-j.priority, j.primary_input_hash not in preferred, j.run_at, j.id))
+
+    def order(job: Job) -> tuple[object, ...]:
+        # A row's value that could not be read (None; its job fails alone) or that
+        # is not of its column's type (SQLite stores what it is given) sorts as
+        # the earliest time, the default priority: never compared with the rest.
+        run_at, priority = job.run_at, job.priority
+        readable = isinstance(run_at, datetime)
+        return (
+            -(priority if type(priority) is int else 0),
+            job.primary_input_hash not in preferred,
+            readable,
+            run_at if readable else None,
+            job.id,
+        )
+
+    jobs.sort(key=order)
     return jobs
 
 

@@ -18,6 +18,7 @@ from django.db.models.signals import post_init
 from dispatch_jobs import store
 from dispatch_jobs.models import Job
 from tests.store.support import claim
+from tests.stored_json import UNREADABLE
 
 pytestmark = pytest.mark.django_db
 
@@ -63,6 +64,40 @@ def test_claimed_jobs_equal_what_the_orm_reads(make_job: Any) -> None:
     job.last_error = "saved through the ORM"
     job.save(update_fields=["last_error"])
     assert Job.objects.get(pk=job.pk).last_error == "saved through the ORM"
+
+
+@pytest.mark.parametrize("receiver", [False, True], ids=["built", "post_init"])
+def test_a_value_no_driver_reads_back_is_its_own_jobs_problem(
+    make_job: Any, receiver: bool, request: pytest.FixtureRequest
+) -> None:
+    """A claimed row holding a value the driver or Django cannot convert (an
+    infinite time on PostgreSQL, a day that does not exist in SQLite's text) is
+    still claimed, with None there and ``undecodable`` naming the column; every
+    other claimed row reads exactly as the ORM reads it."""
+    from django.db import connection
+
+    if receiver:
+        request.getfixturevalue("initialised")  # the model's constructor path
+    cases = [c for c in UNREADABLE[connection.vendor] if c[0] != "run_at"]
+    jobs = store.enqueue_jobs([make_job() for _ in range(4 + len(cases))])
+    odd = {}
+    table = connection.ops.quote_name(Job._meta.db_table)
+    for job, (column, literal) in zip(jobs, cases, strict=False):
+        with connection.cursor() as cursor:
+            quoted = connection.ops.quote_name(column)
+            cursor.execute(f"UPDATE {table} SET {quoted} = {literal} WHERE id = %s", [job.pk])
+        odd[job.pk] = column
+    claimed = claim(limit=20, worker_id="w1", lease_ttl=timedelta(seconds=60))
+    assert sorted(j.pk for j in claimed) == sorted(j.pk for j in jobs)
+    for job in claimed:
+        if job.pk in odd and connection.vendor != "mysql":  # MariaDB reads a zero date as None
+            column = odd[job.pk]
+            assert set(job.undecodable) == {column} and getattr(job, column) is None
+            others = {k: v for k, v in _fields(job).items() if k != column}
+            assert others == Job.objects.filter(pk=job.pk).values(*others).get()
+        else:
+            assert not getattr(job, "undecodable", None)
+            assert _fields(job) == _fields(Job.objects.get(pk=job.pk))
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from dispatch_jobs.worker.completer import persist
 from dispatch_jobs.worker.executor import Attempt
 from dispatch_jobs.worker.outcomes import Kind, Outcome, settle
 from tests.jobs import tasks
-from tests.stored_json import deepest_nesting, set_json_text
+from tests.stored_json import UNREADABLE, deepest_nesting, set_json_text
 from tests.worker.processes import FAST, WorkerProcess, wait_until
 from tests.worker.support import enqueue
 
@@ -206,6 +206,37 @@ def test_json_nested_too_deep_to_decode_fails_its_own_job_alone(
     assert admin_client.get(f"/admin/dispatch_jobs/job/{deep.pk}/change/").status_code == 200
     assert admin_client.get("/admin/dispatch_jobs/job/").status_code == 200
     assert result_of(deep).id == str(deep.pk)
+
+
+def test_a_value_the_driver_cannot_read_fails_its_own_job_alone(
+    workers: Workers, tmp_path: Path
+) -> None:
+    """One claimed row holding a value its driver or Django cannot convert must
+    not fail the claim of the rows beside it: the claim reads the rows apart and
+    the worker fails that job alone, naming the column."""
+    innocents = ordinary_jobs(tmp_path, 12)
+    table = connection.ops.quote_name(Job._meta.db_table)
+    odd: dict[str, Job] = {}
+    for column, literal in UNREADABLE[connection.vendor]:
+        job = enqueue(tasks.add, 1, 2)
+        with connection.cursor() as cursor:
+            quoted = connection.ops.quote_name(column)
+            cursor.execute(f"UPDATE {table} SET {quoted} = {literal} WHERE id = %s", [job.pk])
+        odd[column] = job
+    worker = workers("--burst", "--concurrency", "2", "--prefetch", "30", *FAST)
+    assert worker.wait(120) == 0, worker.log()[-3000:]
+    assert_ran_exactly_once(tmp_path, innocents)
+    for column, job in odd.items():
+        state, error, evictions = (
+            Job.objects.filter(pk=job.pk).values_list("state", "last_error", "evict_count").get()
+        )
+        assert evictions == 0, column
+        if connection.vendor == "mysql":
+            # The driver reads a zero date as None: nothing unreadable, the job runs.
+            assert state == JobState.COMPLETED, (column, state, error)
+        else:
+            assert state == JobState.FAILED, (column, state)
+            assert f"column '{column}' could not be read" in error, error
 
 
 # -- 4. a row locked elsewhere ------------------------------------------------------------

@@ -37,8 +37,20 @@ class ReturningClaims:
         self,
         chosen: Callable[[str, tuple[Any, ...]], Q],
         prepared: Callable[[Any], Any | None] | None = None,
+        fetch: Callable[[Any], tuple[list[Any], bool]] | None = None,
+        *,
+        undeclared: bool = False,
     ) -> None:
         self.chosen = chosen
+        # Return each column as an expression (``+col``, a no-op in SQLite) rather
+        # than the column: sqlite3 converts a column by its declared type while it
+        # fetches, where one value it cannot convert fails the fetch of every row,
+        # and an expression has no declared type. Django's converters then convert
+        # the values, row by row where one fails (``jobs_from_rows``).
+        self.undeclared = undeclared
+        # The rows a claim returned, and whether they were read apart (a value
+        # the driver could not load is then ``job_rows.Unreadable``).
+        self.fetch = fetch or _fetch_all
         # The engine's prepared cursor for a connection, or None where the alias
         # prepares nothing (see PostgreSQL's engine).
         self.prepared = prepared
@@ -53,12 +65,12 @@ class ReturningClaims:
             sql, params = self.statement(alias, opts)
             with connection.cursor() as cursor:
                 cursor.execute(sql, params)
-                rows = cursor.fetchall()
+                rows, apart = self.fetch(cursor)
         else:
             with cursor:
                 cursor.execute(self.literal(alias, opts))
-                rows = cursor.fetchall()
-        return jobs_from_rows(alias, rows)
+                rows, apart = self.fetch(cursor)
+        return jobs_from_rows(alias, rows, apart=apart)
 
     def literal(self, alias: str, opts: ClaimOptions) -> str:
         """The claim with its parameters written into the text, for a prepared
@@ -109,8 +121,13 @@ class ReturningClaims:
         query.add_q(self.chosen(select_sql, tuple(select_params)))
         sql, params = query.get_compiler(alias).as_sql()
         quote = connection.ops.quote_name
-        columns = ", ".join(quote(str(f.column)) for f in Job._meta.concrete_fields)
+        plus = "+" if self.undeclared else ""
+        columns = ", ".join(plus + quote(str(f.column)) for f in Job._meta.concrete_fields)
         return f"{sql} RETURNING {columns}", tuple(params)
+
+
+def _fetch_all(cursor: Any) -> tuple[list[Any], bool]:
+    return cursor.fetchall(), False
 
 
 def _kept[K, V](cache: dict[K, V], key: K, bound: int, make: Callable[[], V]) -> V:

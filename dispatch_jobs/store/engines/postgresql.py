@@ -19,7 +19,7 @@ from ..options import ClaimOptions
 from ..rows import NewJobs
 from ..transitions import OUTCOME_COLUMNS, Settled
 from . import portable
-from .postgresql_cursor import prepared_cursor, replanned, statement_cursor
+from .postgresql_cursor import fetched, prepared_cursor, replanned, statement_cursor
 from .postgresql_insert import Inserts
 
 CHANNEL = "dispatch_jobs"
@@ -32,7 +32,7 @@ class PostgreSQL:
     finished_apart = True
 
     def __init__(self) -> None:
-        self.claims = portable.ReturningClaims(self._chosen, prepared_cursor)
+        self.claims = portable.ReturningClaims(self._chosen, prepared_cursor, fetched)
         self.inserts = Inserts(CHANNEL)
         # The completion statement by database alias: the same text every batch.
         self.batches: dict[str, str] = {}

@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.db import NotSupportedError
+from django.db import DataError, NotSupportedError
+
+from .job_rows import Unreadable
 
 
 def prepares(connection: Any) -> bool:
@@ -82,3 +84,43 @@ def replanned[T](connection: Any, run: Callable[[], T]) -> T:
 def _stale_plan(exc: BaseException) -> bool:
     cause = exc.__cause__
     return getattr(cause, "sqlstate", None) == "0A000" and "cached plan" in str(cause)
+
+
+def fetched(cursor: Any) -> tuple[list[Any], bool]:
+    """Every row of the result ``cursor`` (Django's wrapper) holds, and whether it
+    was read apart. psycopg loads a whole fetch at once, so one value it cannot
+    load (a time PostgreSQL keeps and Python cannot hold: ``infinity``, after year
+    9999) would fail every row beside it: then the rows are read one by one, and
+    such a value comes back as ``Unreadable`` for its row alone."""
+    try:
+        return cursor.fetchall(), False
+    except (DataError, ValueError, OverflowError):
+        return _fetched_apart(cursor.cursor), True
+
+
+def _fetched_apart(raw: Any) -> list[Any]:
+    import psycopg
+    from psycopg import pq
+
+    result = raw.pgresult
+    rows: list[Any] = []
+    for position in range(result.ntuples):
+        raw.scroll(position, "absolute")
+        try:
+            rows.append(raw.fetchone())
+            continue
+        except (psycopg.DataError, ValueError, OverflowError):
+            pass
+        values: list[Any] = []
+        for column in range(result.nfields):
+            data = result.get_value(position, column)
+            if data is None:
+                values.append(None)
+                continue
+            oid, form = result.ftype(column), pq.Format(result.fformat(column))
+            try:
+                values.append(raw.adapters.get_loader(oid, form)(oid, raw).load(data))
+            except (psycopg.DataError, ValueError, OverflowError) as exc:
+                values.append(Unreadable(str(exc)))
+        rows.append(tuple(values))
+    return rows

@@ -29,7 +29,7 @@ class SQLite:
     notifies = False  # workers poll
 
     def __init__(self) -> None:
-        self.claims = portable.ReturningClaims(self._chosen)
+        self.claims = portable.ReturningClaims(self._chosen, undeclared=True)
 
     def claim(self, opts: ClaimOptions) -> list[Job]:
         """``UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING *`` inside a
