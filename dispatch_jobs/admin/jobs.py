@@ -26,6 +26,7 @@ from .. import database, store
 from ..attempts import attempt_list
 from ..conf import settings
 from ..models import Job, JobState
+from ..readback import nearest_values
 from ..store import reads
 from . import deadletter, display, filters, params, search, values
 from .actions import CHANGELIST_ACTIONS, JobActionsMixin, parse_ids
@@ -298,11 +299,12 @@ class JobAdmin(JobActionsMixin, KeysetModelAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        job = self.get_object(request, object_id)
-        context = dict(extra_context or {})
-        if job is not None:
-            context.update(self.detail_context(request, job))
-        return super().change_view(request, object_id, form_url, context)
+        with nearest_values():  # the detail's own reads too (``readback``)
+            job = self.get_object(request, object_id)
+            context = dict(extra_context or {})
+            if job is not None:
+                context.update(self.detail_context(request, job))
+            return super().change_view(request, object_id, form_url, context)
 
     def detail_context(self, request: HttpRequest, job: Job) -> dict[str, Any]:
         now = database.database_now()

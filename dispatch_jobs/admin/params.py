@@ -18,6 +18,8 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, QueryDict
 
+from ..readback import rendered_with_nearest_values
+
 # Longer than any column a filter compares with (task names are 255), so a
 # longer value can match nothing; JSON argument searches fit well inside it.
 MAX_CHARS = 1_000
@@ -72,7 +74,9 @@ def clean_request(request: HttpRequest) -> None:
 class CleanParamsMixin:
     """For ModelAdmins: every view's query and form values are cleaned first,
     and an object id the database cannot hold finds no object (Django then
-    answers with its "does not exist" redirect)."""
+    answers with its "does not exist" redirect). Each view runs, and renders,
+    reading a stored time Python cannot hold as the nearest one it can
+    (``readback``)."""
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
         if problem(object_id):
@@ -81,19 +85,23 @@ class CleanParamsMixin:
 
     def changeform_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         clean_request(request)
-        return super().changeform_view(request, *args, **kwargs)  # type: ignore[misc]
+        view = super().changeform_view  # type: ignore[misc]
+        return rendered_with_nearest_values(view)(request, *args, **kwargs)
 
     def changelist_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         clean_request(request)
-        return super().changelist_view(request, *args, **kwargs)  # type: ignore[misc]
+        view = super().changelist_view  # type: ignore[misc]
+        return rendered_with_nearest_values(view)(request, *args, **kwargs)
 
     def history_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         clean_request(request)
-        return super().history_view(request, *args, **kwargs)  # type: ignore[misc]
+        view = super().history_view  # type: ignore[misc]
+        return rendered_with_nearest_values(view)(request, *args, **kwargs)
 
     def delete_view(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         clean_request(request)
-        return super().delete_view(request, *args, **kwargs)  # type: ignore[misc]
+        view = super().delete_view  # type: ignore[misc]
+        return rendered_with_nearest_values(view)(request, *args, **kwargs)
 
 
 def job_id(text: str) -> int | None:
@@ -112,6 +120,6 @@ def guarded(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     @wraps(view)
     def inner(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         clean_request(request)
-        return view(request, *args, **kwargs)
+        return rendered_with_nearest_values(view)(request, *args, **kwargs)
 
     return inner

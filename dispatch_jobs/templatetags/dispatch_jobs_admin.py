@@ -12,6 +12,7 @@ from django.contrib import messages
 from ..admin import dashboard, display
 from ..admin.safety import bounded_queries
 from ..exceptions import QueryTooBroad
+from ..readback import nearest_values
 
 register = template.Library()
 
@@ -32,7 +33,7 @@ def dispatch_jobs_dashboard(context: template.Context) -> dict[str, Any]:
     if not request.user.has_perm("dispatch_jobs.view_job"):
         return {"hidden": True}
     try:
-        with bounded_queries():
+        with bounded_queries(), nearest_values():
             shown = dashboard.cached_context()
     except QueryTooBroad as exc:
         messages.warning(request, str(exc))

@@ -5,11 +5,11 @@ that shows those rows, and the job's result, still answer."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.cache import cache
-from django.db import connection
+from django.db import DataError, connection
 from django.urls import reverse
 
 from dispatch_jobs import store
@@ -90,3 +90,51 @@ def test_odd_json_in_every_column_fails_no_page(admin_client, kind: str) -> None
         assert response.status_code == 200, (page, response.status_code)
     for pk in rows[Job]:
         assert default_task_backend.get_result(str(pk)).id == str(pk)
+
+
+# Times and intervals PostgreSQL keeps that Python cannot hold, and what the admin
+# shows for each: the nearest value Python holds.
+BEYOND = [
+    ("created_at", "'infinity'"),
+    ("run_at", "'-infinity'"),
+    ("updated_at", "'20000-01-01 00:00:00+00'"),
+    ("completed_at", "'infinity'"),
+    ("timeout", "'100000000 years'"),
+    ("lease_ttl", "'-100000000 years'"),
+]
+
+
+def test_times_python_cannot_hold_read_as_the_nearest_it_can(admin_client) -> None:
+    """PostgreSQL keeps ``infinity``, years past 9999 and intervals past
+    ``timedelta``; every admin page that reads such a row, and its result, show
+    the nearest value Python holds instead of failing."""
+    if connection.vendor != "postgresql":
+        pytest.skip("only PostgreSQL keeps times and intervals past Python's range")
+    task = "tests.jobs.tasks.add"
+    pending, done = builders.enqueue(1, name=task)[0], builders.completed(1, name=task)[0]
+    table = connection.ops.quote_name(Job._meta.db_table)
+    with connection.cursor() as cursor:
+        for column, literal in BEYOND:
+            cursor.execute(f"UPDATE {table} SET {column} = {literal} WHERE id = %s", [done.pk])
+            if column != "completed_at":
+                cursor.execute(
+                    f"UPDATE {table} SET {column} = {literal} WHERE id = %s", [pending.pk]
+                )
+    cache.clear()
+    pages = [
+        reverse("admin:app_list", args=["dispatch_jobs"]),
+        reverse("admin:dispatch_jobs_job_changelist"),
+        reverse("admin:dispatch_jobs_job_changelist") + "?o=created",
+        reverse("admin:dispatch_jobs_job_changelist") + "?state=completed",
+        reverse("admin:dispatch_jobs_job_change", args=[pending.pk]),
+        reverse("admin:dispatch_jobs_job_change", args=[done.pk]),
+    ]
+    for page in pages:
+        response = admin_client.get(page)
+        assert response.status_code == 200, page
+    result = default_task_backend.get_result(str(done.pk))
+    assert result.enqueued_at == datetime.max.replace(tzinfo=UTC)
+    assert result.finished_at == datetime.max.replace(tzinfo=UTC)
+    # Outside the admin and the result lookup the project's queries are as before.
+    with pytest.raises(DataError):
+        Job.objects.get(pk=done.pk)
