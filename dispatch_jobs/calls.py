@@ -51,8 +51,14 @@ def check_calls(
     resolved = None
     bound = bound_inputs(definition) if calls else {}  # the same for every call
     estimated = estimated_resources(definition, bound, capacities) if calls else {}
+    scope = None
     for args, kwargs in calls:
-        call = check_call(definition, args, kwargs, capacities, cap, resolved, bound, estimated)
+        call = check_call(
+            definition, args, kwargs, capacities, cap, resolved, bound, estimated, scope
+        )
+        # The same scope for every call of the batch (nothing between two calls
+        # sets another): checked once.
+        scope = call.scope
         if definition.resource_func is None:
             # Nothing else varies them: every call resolves the same resources.
             resolved = (call.requests, call.limits)
@@ -69,13 +75,16 @@ def check_call(
     resolved: tuple[ResourceSet, ResourceSet] | None,
     bound: Mapping[str, Any],
     estimated: Mapping[str, int],
+    checked_scope: Scope | None = None,
 ) -> Call:
     """Validate one call and resolve what it contributes to its row. Raises
     before any write. ``resolved``: the resources of an earlier call, when they
-    cannot differ (checked then, in this order)."""
+    cannot differ (checked then, in this order); ``checked_scope``: the scope an
+    earlier call of the batch resolved and checked."""
     payload = encode_arguments(definition, args, kwargs, max_payload_bytes)
     scope = definition.scope or current_scope()
-    check_scope(definition, scope)
+    if scope is not checked_scope:
+        check_scope(definition, scope)
     if resolved is None:
         resolved = definition.resolve_resources(args, kwargs, estimated)
         check_schedulable(definition, resolved[0], capacities)
