@@ -196,29 +196,28 @@ def _evict(ids: list[int], max_evictions: int | None, *, why: str = LAPSED) -> l
     """
     if not ids:
         return []
-    rows = list(
-        _jobs()
-        .filter(id__in=ids)
-        .order_by("id")
-        .values_list(
-            "id",
-            "worker_id",
-            "started_at",
-            "attempts",
-            "quarantine",
-            "lone_evictions",
-            "cancel_requested_by",
-            "cancel_requested_at",
-        )
-    )
+    engine = db.engine()
     now = db.database_now()
-    for job_id, holder, started_at, attempts, quarantine, lone, by, requested in rows:
-        values = _eviction(holder, started_at, attempts, quarantine, lone, max_evictions, why, now)
-        if requested is not None:
+    # Read as a claim reads (``Engine.read``): one row's value no driver reads back
+    # is that job's, never a failure of the batch, so the lapsed leases beside it
+    # are still reclaimed. Such a value is None here (the entry then has no start)
+    # and fails its job at its next claim.
+    for job in engine.read(ids):
+        values = _eviction(
+            job.worker_id,
+            job.started_at,
+            job.attempts,
+            job.quarantine,
+            job.lone_evictions,
+            max_evictions,
+            why,
+            now,
+        )
+        if job.cancel_requested_at is not None:
             # An operator asked for it to stop: it stops here, never to run again.
-            values.update(_cancelled_on_eviction(values, by))
-        _jobs().filter(id=job_id).update(**values)
-    return list(_jobs().filter(id__in=ids).order_by("id"))
+            values.update(_cancelled_on_eviction(values, job.cancel_requested_by))
+        _jobs().filter(id=job.pk).update(**values)
+    return engine.read(ids)
 
 
 def _eviction(

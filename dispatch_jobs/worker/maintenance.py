@@ -128,6 +128,12 @@ class Maintenance:
             reset_connection()
             runner.next_at = 0.0
             return
+        except Exception:  # noqa: BLE001 - one runner's failure must not stop the others
+            # Whatever it met (a row no driver reads back, a bug), the runners after
+            # it in this tick still run; this one runs again at its next interval.
+            logger.exception("Maintenance %s failed; the other runners go on.", runner.name)
+            reset_connection()
+            return
         if count:
             logger.info("Maintenance %s: %d row(s).", runner.name, count)
 

@@ -167,3 +167,33 @@ def test_expiry_written_by_a_renewal_is_compared_on_the_same_clock() -> None:
     assert store.reclaim_expired_leases(10) == []
     store.renew_lease(job.pk, "w1", held.lease_epoch, -5 * SECOND)
     assert ids(store.reclaim_expired_leases(10)) == [job.pk]
+
+
+def test_a_value_no_driver_reads_back_fails_no_reclaim_of_the_rows_beside_it() -> None:
+    """Reclaim reads its rows as a claim does (``Engine.read``): a lapsed job
+    holding a value its driver or Django cannot convert is reclaimed with the
+    rest, None there and named in ``undecodable`` (its next claim fails it), and
+    the jobs beside it are reclaimed as ever."""
+    from django.db import connection
+
+    from tests.stored_json import UNREADABLE
+
+    cases = [c for c in UNREADABLE[connection.vendor] if c[0] != "run_at"]
+    innocents = [expired() for _ in range(3)]
+    odd = {}
+    table = connection.ops.quote_name(Job._meta.db_table)
+    for column, literal in cases:
+        job = expired()
+        with connection.cursor() as cursor:
+            quoted = connection.ops.quote_name(column)
+            cursor.execute(f"UPDATE {table} SET {quoted} = {literal} WHERE id = %s", [job.pk])
+        odd[job.pk] = column
+    reclaimed = store.reclaim_expired_leases(10)
+    assert ids(reclaimed) == sorted([j.pk for j in innocents] + list(odd))
+    for job in reclaimed:
+        assert (job.state, job.lease_epoch, job.worker_id) == (JobState.PENDING, 2, "")
+        assert job.attempts[-1]["status"] == "evicted"
+        if job.pk in odd and connection.vendor != "mysql":  # MariaDB reads a zero date as None
+            assert set(job.undecodable) == {odd[job.pk]}
+        else:
+            assert not getattr(job, "undecodable", None)

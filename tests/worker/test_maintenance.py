@@ -83,3 +83,27 @@ def test_a_disabled_runner_does_not_run():
     JobFactory.create(state=JobState.COMPLETED, completed_at=db_now(-timedelta(days=2)))
     maintenance("a").run_once()
     assert Job.objects.count() == 1
+
+
+def test_one_failing_runner_stops_none_of_the_others(caplog):
+    """A runner that raises (a row no driver reads back, a bug) is logged and tried
+    again at its next interval; the runners after it in the tick still run."""
+    expired = JobFactory.create(
+        **running("dead", 1, lease_expires_at=db_now(-timedelta(seconds=5)))
+    )
+    runner = maintenance("a")
+    ran = []
+
+    def boom() -> int:
+        raise ValueError("a value no driver reads back")
+
+    def record() -> int:
+        ran.append(1)
+        return 0
+
+    runner.runners[0].run, runner.runners[-1].run = boom, record
+    runner.run_once()
+    assert ran == [1]
+    assert "Maintenance reclaim failed; the other runners go on." in caplog.text
+    expired.refresh_from_db()
+    assert expired.state == JobState.RUNNING  # the failed runner did nothing

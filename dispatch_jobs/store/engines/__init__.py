@@ -52,6 +52,12 @@ class Engine(Protocol):
         that fit, in one transaction; any order (``claim_jobs`` sorts)."""
         ...
 
+    def read(self, ids: Sequence[int]) -> list[Job]:
+        """The whole rows of these jobs, in id order, read as a claim reads them:
+        a value that cannot be converted is None in its job, named in the job's
+        ``undecodable``, and never fails the rows beside it."""
+        ...
+
     def complete(self, worker_id: str, settled: Sequence[Settled]) -> set[int]:
         """Write fenced outcomes (sorted by id) and the usage of each written one,
         in one transaction; the ids whose fence failed."""

@@ -80,7 +80,10 @@ class MySQL:
             if not taken:
                 return []
             Job.objects.using(alias).filter(id__in=taken).update(**claim_changes(opts))
-            return list(Job.objects.using(alias).filter(id__in=taken))
+            return self.read(taken)
+
+    def read(self, ids: Sequence[int]) -> list[Job]:
+        return portable.read_jobs(ids)
 
     def complete(self, worker_id: str, settled: Sequence[Settled]) -> set[int]:
         return portable.complete_row_by_row(worker_id, settled)

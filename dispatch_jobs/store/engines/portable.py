@@ -130,6 +130,32 @@ def _fetch_all(cursor: Any) -> tuple[list[Any], bool]:
     return cursor.fetchall(), False
 
 
+def read_jobs(
+    ids: Sequence[int],
+    *,
+    undeclared: bool = False,
+    fetch: Callable[[Any], tuple[list[Any], bool]] = _fetch_all,
+) -> list[Job]:
+    """``Engine.read``: one SELECT of every column, read as the claim reads its
+    rows (``undeclared`` and ``fetch`` as in ``ReturningClaims``)."""
+    if not ids:
+        return []
+    alias = db.alias()
+    connection = connections[alias]
+    quote = connection.ops.quote_name
+    plus = "+" if undeclared else ""
+    columns = ", ".join(plus + quote(str(f.column)) for f in Job._meta.concrete_fields)
+    marks = ", ".join(["%s"] * len(ids))
+    key = quote("id")
+    sql = (
+        f"SELECT {columns} FROM {quote(Job._meta.db_table)} WHERE {key} IN ({marks}) ORDER BY {key}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(ids))
+        rows, apart = fetch(cursor)
+    return jobs_from_rows(alias, rows, apart=apart)
+
+
 def _kept[K, V](cache: dict[K, V], key: K, bound: int, make: Callable[[], V]) -> V:
     """``cache[key]``, made by ``make`` when missing; the cache starts over once it
     holds ``bound`` entries (a bound, not a tuning knob)."""

@@ -73,6 +73,9 @@ class PostgreSQL:
             )
         )
 
+    def read(self, ids: Sequence[int]) -> list[Job]:
+        return portable.read_jobs(ids, fetch=fetched)
+
     # --- completion
 
     def complete(self, worker_id: str, settled: Sequence[Settled]) -> set[int]:

@@ -39,6 +39,9 @@ class SQLite:
         with transaction.atomic(using=db.alias()):
             return self.claims.run(opts)
 
+    def read(self, ids: Sequence[int]) -> list[Job]:
+        return portable.read_jobs(ids, undeclared=True)
+
     @staticmethod
     def _chosen(select_sql: str, params: tuple[Any, ...]) -> Q:
         return Q(id__in=RawSQL(select_sql, params))
