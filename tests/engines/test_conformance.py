@@ -100,6 +100,19 @@ def test_claim_keeps_to_the_budget_and_the_offered_custom_keys(alias: str) -> No
     assert [j.pk for j in _claim()] == [big.pk]  # unbounded: the resource model is off
 
 
+def test_read_gives_whole_rows_in_id_order_as_the_orm_reads_them(alias: str) -> None:
+    jobs = _enqueue(alias, 3, resources={"memory": 1 << 20}, timeout=timedelta(seconds=9))
+    wanted = [jobs[2].pk, jobs[0].pk, 10**12]  # any order; an id no row has
+    read = engine().read(wanted)
+    assert [j.pk for j in read] == sorted(wanted[:2])
+    fields = [f.attname for f in Job._meta.concrete_fields]
+    for job in read:
+        orm = Job.objects.using(alias).get(pk=job.pk)
+        assert [getattr(job, f) for f in fields] == [getattr(orm, f) for f in fields]
+        assert job._state.db == alias and not getattr(job, "undecodable", None)
+    assert engine().read([]) == []
+
+
 def _settled(job: Job, transition: object, spent: Spent | None = None) -> Settled:
     return Settled(job, job.lease_epoch, transition, {"attempt": 1}, spent)  # type: ignore[arg-type]
 
