@@ -120,10 +120,15 @@ class ReturningClaims:
         query.add_update_values(claim_changes(opts))
         query.add_q(self.chosen(select_sql, tuple(select_params)))
         sql, params = query.get_compiler(alias).as_sql()
-        quote = connection.ops.quote_name
-        plus = "+" if self.undeclared else ""
-        columns = ", ".join(plus + quote(str(f.column)) for f in Job._meta.concrete_fields)
-        return f"{sql} RETURNING {columns}", tuple(params)
+        return f"{sql} RETURNING {_columns(connection, self.undeclared)}", tuple(params)
+
+
+def _columns(connection: Any, undeclared: bool) -> str:
+    """Every concrete column of the job table, in field order (what
+    ``jobs_from_rows`` reads), each as ``+col`` when ``undeclared``."""
+    quote = connection.ops.quote_name
+    plus = "+" if undeclared else ""
+    return ", ".join(plus + quote(str(f.column)) for f in Job._meta.concrete_fields)
 
 
 def _fetch_all(cursor: Any) -> tuple[list[Any], bool]:
@@ -143,12 +148,11 @@ def read_jobs(
     alias = db.alias()
     connection = connections[alias]
     quote = connection.ops.quote_name
-    plus = "+" if undeclared else ""
-    columns = ", ".join(plus + quote(str(f.column)) for f in Job._meta.concrete_fields)
     marks = ", ".join(["%s"] * len(ids))
     key = quote("id")
     sql = (
-        f"SELECT {columns} FROM {quote(Job._meta.db_table)} WHERE {key} IN ({marks}) ORDER BY {key}"
+        f"SELECT {_columns(connection, undeclared)} FROM {quote(Job._meta.db_table)} "
+        f"WHERE {key} IN ({marks}) ORDER BY {key}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, list(ids))
