@@ -57,10 +57,14 @@ class Settings(TaskSettings, AdminSettings, WorkerSettings, StoreSettings):
     def __init__(self) -> None:
         # The values read so far, by key (see the module's docstring).
         self.read_values: dict[str, Any] = {}
+        # How many times the settings changed: what a cache of something derived
+        # from them (the backend's validated tasks) compares.
+        self.generation = 0
 
     def forget(self) -> None:
         """Read every value again at its next access."""
         self.read_values = {}
+        self.generation += 1
 
     @property
     def user_settings(self) -> dict[str, Any]:

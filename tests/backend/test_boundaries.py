@@ -291,6 +291,45 @@ def test_lease_ttl_is_checked_against_the_heartbeat_again_at_enqueue():
         )
 
 
+def test_a_task_enqueued_once_is_checked_again_once_a_setting_changes():
+    """The backend remembers a task it validated (a task is frozen), but not past
+    a change of settings: the same ``sized`` that enqueued fine is refused once the
+    heartbeat outgrows its lease, and accepted again once it no longer does."""
+    assert Job.objects.get(pk=tasks.sized.enqueue(1).id).state == "pending"
+    with override_settings(DISPATCH_JOBS={"HEARTBEAT_INTERVAL": timedelta(minutes=1)}):
+        refused(
+            lambda: tasks.sized.enqueue(2),
+            InvalidTask,
+            "tests.jobs.tasks.sized",
+            "lease_ttl (20s) must be longer than DISPATCH_JOBS['HEARTBEAT_INTERVAL'] (60s)",
+        )
+    assert Job.objects.get(pk=tasks.sized.enqueue(3).id).args == [3]
+
+
+def test_a_task_is_validated_once_until_a_setting_changes(monkeypatch):
+    from dispatch_jobs.backend import DispatchBackend
+
+    seen: list[object] = []
+    validate = DispatchBackend._validate
+
+    def counted(self: DispatchBackend, task: Any) -> None:
+        seen.append(task)
+        validate(self, task)
+
+    monkeypatch.setattr(DispatchBackend, "_validate", counted)
+    add_task.enqueue(1, 2)
+    add_task.enqueue(3, 4)
+    add_task.enqueue_many([((5, 6), {})])
+    assert seen == [add_task]
+    other = add_task.using(priority=3)  # another task: validated on its own
+    other.enqueue(1, 2)
+    other.enqueue(1, 2)
+    assert seen == [add_task, other]
+    with override_settings(DISPATCH_JOBS={"HEARTBEAT_INTERVAL": timedelta(seconds=5)}):
+        add_task.enqueue(1, 2)
+    assert seen == [add_task, other, add_task]
+
+
 def test_bounds_themselves_are_accepted():
     for option in ("lease_ttl", "timeout", "retry_backoff_base", "retry_backoff_cap"):
         low, high = limits.duration_bounds(option)

@@ -72,6 +72,11 @@ def test_insert_writes_pending_rows_to_the_stores_database_only(alias: str) -> N
     assert [row[0] for row in made] == sorted(row[0] for row in made)
     stored = Job.objects.using(alias).filter(queue="q2").order_by("id")
     assert [j.priority for j in stored] == [1, 2]
+    # Each row's id and created_at, in row order, as stored.
+    assert [tuple(row) for row in made] == [(j.pk, j.created_at) for j in stored]
+    many = store.insert_jobs(store.NewJobs(3, {"name": "t.rows", "queue": "q3"}, {}))
+    stored = Job.objects.using(alias).filter(queue="q3").order_by("id")
+    assert [tuple(row) for row in many] == [(j.pk, j.created_at) for j in stored]
 
 
 def test_claim_takes_the_highest_priority_first_grants_a_lease_and_never_twice(alias: str) -> None:

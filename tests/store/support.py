@@ -53,9 +53,17 @@ def unwrapped(sql: str) -> str:
 
 
 def statements(context: CaptureQueriesContext, verb: str) -> list[str]:
-    """The captured SQL statements starting with ``verb`` (INSERT, SELECT, ...)."""
+    """The captured SQL statements starting with ``verb`` (INSERT, SELECT, ...).
+    PostgreSQL's many-row INSERT is wrapped in ``WITH new AS (INSERT ...)`` (it
+    returns one row): an INSERT all the same."""
     sqls = (unwrapped(q["sql"]) for q in context.captured_queries)
-    return [sql for sql in sqls if sql.lstrip().upper().startswith(verb)]
+    return [sql for sql in sqls if _verb(sql).startswith(verb)]
+
+
+def _verb(sql: str) -> str:
+    text = sql.lstrip().upper()
+    wrapper = "WITH NEW AS ("
+    return text[len(wrapper) :] if text.startswith(wrapper + "INSERT") else text
 
 
 def capture() -> CaptureQueriesContext:

@@ -57,6 +57,29 @@ def test_enqueue_notifies_once_per_transaction_and_queue_at_commit():
 
 
 @postgres_only
+def test_a_bulk_enqueue_notifies_each_of_its_queues_once_at_commit():
+    """A many-row INSERT sends its notification once per queue of its rows, in
+    autocommit and in the caller's transaction alike."""
+    import psycopg
+
+    with psycopg.connect(**_connect_kwargs(), autocommit=True) as listener:
+        listener.execute(f'LISTEN "{store.NOTIFY_CHANNEL}"')
+        results = tasks.add.enqueue_many([((i, i), {}) for i in range(5)])
+        assert _received(listener) == ["default"]
+        mixed = store.NewJobs(3, {"name": tasks.add.module_path}, {"queue": ["a", "b", "a"]})
+        made = store.insert_jobs(mixed)
+        assert sorted(_received(listener)) == ["a", "b"]
+        with transaction.atomic():
+            tasks.add.enqueue_many([((i, i), {}) for i in range(3)])
+            assert _received(listener) == []
+        assert _received(listener) == ["default"]
+    rows = Job.objects.filter(pk__in=[int(r.id) for r in results]).order_by("pk")
+    assert [(str(j.pk), j.created_at) for j in rows] == [(r.id, r.enqueued_at) for r in results]
+    queues = Job.objects.filter(pk__in=[row[0] for row in made]).order_by("pk")
+    assert [j.queue for j in queues] == ["a", "b", "a"]
+
+
+@postgres_only
 def test_an_idle_worker_wakes_on_notify_well_before_its_poll_interval(workers):
     proc = workers(
         "--poll-interval",
