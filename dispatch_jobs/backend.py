@@ -70,21 +70,29 @@ class DispatchBackend(compat.BaseTaskBackend):
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
         # Tasks validated, by id: the task (its id is only its own while it
-        # lives) and the settings' generation then. A task is frozen and the rules
-        # read only it, this backend and settings, so until a setting changes the
-        # answer stands; a single enqueue spent about 10 µs asking again.
-        self._validated: dict[int, tuple[compat.Task, int]] = {}
+        # lives), the settings' generation then, and whether it may need
+        # resources. A task is frozen and the rules read only it, this backend and
+        # settings, so until a setting changes the answers stand; a single
+        # enqueue spent about 15 µs asking again.
+        self._validated: dict[int, tuple[compat.Task, int, bool]] = {}
 
     def validate_task(self, task: compat.Task) -> None:
         """Django's rules first, then ours; every error names the task."""
+        self._checked(task)
+
+    def _checked(self, task: compat.Task) -> bool:
+        """``validate_task``, remembered; whether the task may need resources (then
+        an enqueue reads the live workers' capacities)."""
         seen = self._validated.get(id(task))
         if seen is not None and seen[0] is task and seen[1] == settings.generation:
-            return
+            return seen[2]
         generation = settings.generation
         self._validate(task)
+        needs = _may_need_resources(task)
         if len(self._validated) >= _VALIDATED_KEPT:
             self._validated.clear()
-        self._validated[id(task)] = (task, generation)
+        self._validated[id(task)] = (task, generation, needs)
+        return needs
 
     def _validate(self, task: compat.Task) -> None:
         try:
@@ -108,9 +116,8 @@ class DispatchBackend(compat.BaseTaskBackend):
         self, task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> compat.TaskResult:
         """Write one pending job in the caller's transaction and return its result."""
-        capacities = self._capacities_for([task], [(args, kwargs)])
         definition = _as_dispatch_task(task)
-        self.validate_task(definition)
+        capacities = self._capacities_for(self._checked(definition), [(args, kwargs)])
         return self._write(task, definition, [(args, kwargs)], capacities)[0]
 
     def enqueue_many(
@@ -118,8 +125,8 @@ class DispatchBackend(compat.BaseTaskBackend):
     ) -> list[compat.TaskResult]:
         """Write one job per ``(args, kwargs)`` in a single INSERT, in the caller's
         transaction. Every call is validated before any row is written."""
-        capacities = self._capacities_for([task], calls)
-        self.validate_task(task)  # once for the batch: it is the same task each time
+        # Validated once for the batch: it is the same task each time.
+        capacities = self._capacities_for(self._checked(task), calls)
         return self._write(task, _as_dispatch_task(task), calls, capacities)
 
     def enqueue_on_commit(
@@ -130,9 +137,8 @@ class DispatchBackend(compat.BaseTaskBackend):
         transaction commits. What is written is what was checked: the payload
         encoded now, the scope of the call's context, the resources resolved now.
         """
-        capacities = self._capacities_for([task], [(args, kwargs)])
         definition = _as_dispatch_task(task)
-        self.validate_task(definition)
+        capacities = self._capacities_for(self._checked(definition), [(args, kwargs)])
         checked = [frozen(call) for call in check_calls(definition, [(args, kwargs)], capacities)]
         transaction.on_commit(
             partial(self._insert, task, definition, checked), using=settings.database
@@ -226,15 +232,13 @@ class DispatchBackend(compat.BaseTaskBackend):
                 compat.task_enqueued.send(sender, task_result=result)
         return results
 
-    def _capacities_for(
-        self, tasks: Sequence[compat.Task], calls: Sequence[Any]
-    ) -> list[Mapping[str, int]]:
+    def _capacities_for(self, may_need: bool, calls: Sequence[Any]) -> list[Mapping[str, int]]:
         """Live workers' capacities, read once per enqueue call, and only when the
         task could need resources (the unschedulable rule has nothing to test
         otherwise)."""
         from . import store
 
-        if not any(_may_need_resources(t) for t in tasks) or not calls:
+        if not may_need or not calls:
             return []
         return [dict(w.capacity or {}) for w in store.live_workers(live_window())]
 
@@ -251,8 +255,7 @@ def job_of_call(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any
             f"Task {_label(task)} goes to backend {backend.alias!r}, which is not dispatch_jobs'."
         )
     definition = _as_dispatch_task(task)
-    backend.validate_task(definition)
-    capacities = backend._capacities_for([task], [(args, kwargs)])
+    capacities = backend._capacities_for(backend._checked(definition), [(args, kwargs)])
     bound = bound_inputs(definition)
     estimated = estimated_resources(definition, bound, capacities)
     call = check_call(

@@ -317,17 +317,20 @@ def test_a_task_is_validated_once_until_a_setting_changes(monkeypatch):
         validate(self, task)
 
     monkeypatch.setattr(DispatchBackend, "_validate", counted)
-    add_task.enqueue(1, 2)
-    add_task.enqueue(3, 4)
-    add_task.enqueue_many([((5, 6), {})])
-    assert seen == [add_task]
+    # Tasks made here, so no earlier test has had them validated.
+    fresh = add_task.using(priority=1)
+    fresh.enqueue(1, 2)
+    fresh.enqueue(3, 4)
+    fresh.enqueue_many([((5, 6), {})])
+    assert [t is fresh for t in seen] == [True]
     other = add_task.using(priority=3)  # another task: validated on its own
     other.enqueue(1, 2)
     other.enqueue(1, 2)
-    assert seen == [add_task, other]
+    assert [t is other for t in seen] == [False, True]
     with override_settings(DISPATCH_JOBS={"HEARTBEAT_INTERVAL": timedelta(seconds=5)}):
-        add_task.enqueue(1, 2)
-    assert seen == [add_task, other, add_task]
+        fresh.enqueue(1, 2)
+    assert [t is fresh for t in seen] == [True, False, True]
+    assert Job.objects.filter(priority=1).count() == 4
 
 
 def test_bounds_themselves_are_accepted():
