@@ -33,11 +33,8 @@ from django.db import transaction
 from . import compat, estimates, names, tracing
 from .calls import (
     Call,
-    bound_inputs,
     call_columns,
-    check_call,
     check_calls,
-    estimated_resources,
     frozen,
     new_jobs,
     task_columns,
@@ -256,11 +253,7 @@ def job_of_call(task: compat.Task, args: Sequence[Any], kwargs: Mapping[str, Any
         )
     definition = _as_dispatch_task(task)
     capacities = backend._capacities_for(backend._checked(definition), [(args, kwargs)])
-    bound = bound_inputs(definition)
-    estimated = estimated_resources(definition, bound, capacities)
-    call = check_call(
-        definition, args, kwargs, capacities, settings.max_payload_bytes, None, bound, estimated
-    )
+    [call] = check_calls(definition, [(args, kwargs)], capacities)
     columns = {**task_columns(definition), **call_columns(call)}
     return Job(payload=call.payload.value, **columns)
 

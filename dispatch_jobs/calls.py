@@ -11,7 +11,7 @@ at import time of a tasks module, possibly before the app registry is ready.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import estimates, inputs
@@ -20,7 +20,7 @@ from .payloads import EncodedJSON
 from .resources import ResourceSet
 from .scope import Scope, current_scope
 from .task import DispatchTask
-from .validation import aware_run_after, check_schedulable, check_scope, encode_arguments
+from .validation import arguments_encoder, aware_run_after, check_schedulable, check_scope
 
 if TYPE_CHECKING:
     from .store import NewJobs
@@ -41,54 +41,41 @@ class Call(NamedTuple):
 
 def check_calls(
     definition: DispatchTask,
-    calls: Sequence[tuple[Sequence[Any], Mapping[str, Any]]],
+    calls: Iterable[tuple[Sequence[Any], Mapping[str, Any]]],
     capacities: Sequence[Mapping[str, int]],
 ) -> list[Call]:
-    """Validate every call (the task is validated already); raises before any
-    write."""
-    cap = settings.max_payload_bytes  # once: a settings read costs more than a check
+    """Validate every call and resolve what it contributes to its row (the task
+    is validated already); raises before any write. Per call, in this order: its
+    arguments (``arguments_encoder``), its scope, its resources."""
+    # Read once: a settings read costs more than a check.
+    encoded = arguments_encoder(definition, settings.max_payload_bytes)
+    bound: dict[str, Any] | None = None  # the same for every call
+    estimated: dict[str, int] = {}
+    own_scope = definition.scope
+    # Nothing but a resource_func varies the resources between calls: then the
+    # first call's, checked once, are every call's.
+    fixed = definition.resource_func is None
+    resolved: tuple[ResourceSet, ResourceSet] | None = None
+    checked_scope: Scope | None = None
     checked: list[Call] = []
-    resolved = None
-    bound = bound_inputs(definition) if calls else {}  # the same for every call
-    estimated = estimated_resources(definition, bound, capacities) if calls else {}
-    scope = None
     for args, kwargs in calls:
-        call = check_call(
-            definition, args, kwargs, capacities, cap, resolved, bound, estimated, scope
-        )
-        # The same scope for every call of the batch (nothing between two calls
-        # sets another): checked once.
-        scope = call.scope
-        if definition.resource_func is None:
-            # Nothing else varies them: every call resolves the same resources.
-            resolved = (call.requests, call.limits)
-        checked.append(call)
+        if bound is None:
+            bound = bound_inputs(definition)
+            estimated = estimated_resources(definition, bound, capacities)
+        payload = encoded(args, kwargs)
+        scope = own_scope or current_scope()
+        if scope is not checked_scope:
+            # Nothing between two calls of a batch sets another scope: once.
+            check_scope(definition, scope)
+            checked_scope = scope
+        resources = resolved
+        if resources is None:
+            resources = definition.resolve_resources(args, kwargs, estimated)
+            check_schedulable(definition, resources[0], capacities)
+            if fixed:
+                resolved = resources
+        checked.append(Call(args, kwargs, payload, scope, *resources, bound))
     return checked
-
-
-def check_call(
-    definition: DispatchTask,
-    args: Sequence[Any],
-    kwargs: Mapping[str, Any],
-    capacities: Sequence[Mapping[str, int]],
-    max_payload_bytes: int,
-    resolved: tuple[ResourceSet, ResourceSet] | None,
-    bound: Mapping[str, Any],
-    estimated: Mapping[str, int],
-    checked_scope: Scope | None = None,
-) -> Call:
-    """Validate one call and resolve what it contributes to its row. Raises
-    before any write. ``resolved``: the resources of an earlier call, when they
-    cannot differ (checked then, in this order); ``checked_scope``: the scope an
-    earlier call of the batch resolved and checked."""
-    payload = encode_arguments(definition, args, kwargs, max_payload_bytes)
-    scope = definition.scope or current_scope()
-    if scope is not checked_scope:
-        check_scope(definition, scope)
-    if resolved is None:
-        resolved = definition.resolve_resources(args, kwargs, estimated)
-        check_schedulable(definition, resolved[0], capacities)
-    return Call(args, kwargs, payload, scope, *resolved, bound)
 
 
 def frozen(call: Call) -> Call:

@@ -130,10 +130,7 @@ def enqueued_results(
             enqueued_result(task, backend_alias, job_id, created_at, args, kwargs)
             for (job_id, created_at), (args, kwargs) in zip(rows, calls, strict=True)
         ]
-    return [
-        setters.build(task, backend_alias, job_id, created_at, args, kwargs)
-        for (job_id, created_at), (args, kwargs) in zip(rows, calls, strict=True)
-    ]
+    return setters.build_all(task, backend_alias, rows, calls)
 
 
 # Types normalize_json() returns as they are: a flat list of them is its own
@@ -192,39 +189,49 @@ class _SlotSetters:
         sample = ((1, "x", 2.5, None), {"a": [1, {"b": (2,)}], "c": True})
         when = datetime(2026, 1, 1, tzinfo=UTC)
         try:
-            same = built.build(task, "a", 7, when, *sample) == enqueued_result(
-                task, "a", 7, when, *sample
-            )
+            [made] = built.build_all(task, "a", [(7, when)], [sample])
+            same = made == enqueued_result(task, "a", 7, when, *sample)
         except Exception:
             return None
         return built if same else None
 
-    def build(
+    def build_all(
         self,
         task: compat.Task,
         backend_alias: str,
-        job_id: int,
-        created_at: object,
-        args: Sequence[Any],
-        kwargs: Mapping[str, Any],
-    ) -> compat.TaskResult:
+        rows: Sequence[tuple[int, object]],
+        calls: Sequence[tuple[Sequence[Any], Mapping[str, Any]]],
+    ) -> list[compat.TaskResult]:
+        """The enqueued result of each new row ``(id, created_at)`` and its call,
+        in order, each slot set directly; the setters are looked up once for the
+        batch, not once per result (a bulk enqueue builds thousands)."""
         result_class: Any = compat.TaskResult
-        result = object.__new__(result_class)
+        new = object.__new__
         put = self.set
-        put["task"](result, task)
-        put["id"](result, str(job_id))
-        put["status"](result, compat.TaskResultStatus.READY)
-        put["enqueued_at"](result, created_at if isinstance(created_at, datetime) else None)
-        put["started_at"](result, None)
-        put["finished_at"](result, None)
-        put["last_attempted_at"](result, None)
-        put["args"](result, _normal_args(args))
-        put["kwargs"](result, _normal_kwargs(kwargs))
-        put["backend"](result, backend_alias)
-        put["errors"](result, [])
-        put["worker_ids"](result, [])
-        put["_return_value"](result, None)
-        return result
+        set_task, set_id, set_status = put["task"], put["id"], put["status"]
+        set_enqueued, set_started = put["enqueued_at"], put["started_at"]
+        set_finished, set_attempted = put["finished_at"], put["last_attempted_at"]
+        set_args, set_kwargs, set_backend = put["args"], put["kwargs"], put["backend"]
+        set_errors, set_workers, set_value = put["errors"], put["worker_ids"], put["_return_value"]
+        ready = compat.TaskResultStatus.READY
+        built = []
+        for (job_id, created_at), (args, kwargs) in zip(rows, calls, strict=True):
+            result = new(result_class)
+            set_task(result, task)
+            set_id(result, str(job_id))
+            set_status(result, ready)
+            set_enqueued(result, created_at if isinstance(created_at, datetime) else None)
+            set_started(result, None)
+            set_finished(result, None)
+            set_attempted(result, None)
+            set_args(result, _normal_args(args))
+            set_kwargs(result, _normal_kwargs(kwargs))
+            set_backend(result, backend_alias)
+            set_errors(result, [])
+            set_workers(result, [])
+            set_value(result, None)
+            built.append(result)
+        return built
 
 
 _RESULT_FIELDS = frozenset(

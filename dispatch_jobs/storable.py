@@ -109,7 +109,7 @@ def locate_unstorable(
     json_only: bool = False,
 ) -> Unstorable | None:
     """``find_unstorable``, as an ``Unstorable``."""
-    if _plainly_storable(value, max_depth, max_items):
+    if plainly_storable(value, max_depth, max_items):
         return None
     return _describe(value, max_depth, root, max_items, json_only)
 
@@ -139,7 +139,7 @@ def _encodes(text: str) -> bool:
     return True
 
 
-def _plainly_storable(value: object, max_depth: int, max_items: int | None) -> bool:
+def plainly_storable(value: object, max_depth: int, max_items: int | None) -> bool:
     """True when every value under ``value`` is plainly storable. Exact types only:
     anything unusual (a subclass, a bad value) returns False, and ``_describe``
     decides. Walks level by level: a level's containers hand their items to the

@@ -24,7 +24,7 @@ from .exceptions import InvalidArguments, Unschedulable  # noqa: F401
 from .payloads import EncodedJSON, encode_payload, encoded_size, payload_size
 from .resources import ResourceSet, fits
 from .scope import Scope
-from .storable import Unstorable, check_storable_text, locate_unstorable
+from .storable import Unstorable, check_storable_text, locate_unstorable, plainly_storable
 
 NAME_MAX = limits.NAME_MAX
 SCOPE_MAX = limits.SCOPE_MAX
@@ -131,6 +131,38 @@ def encode_arguments(
             )
     _check_binding(task, args, kwargs)
     return _check_size(task, args, kwargs, cap)
+
+
+def arguments_encoder(
+    task: compat.Task, max_payload_bytes: int
+) -> Callable[[Sequence[Any], Mapping[str, Any]], EncodedJSON]:
+    """``encode_arguments`` for many calls of one task under one cap. The checks a
+    call passes in the common case (plainly storable values, a plain signature
+    they bind to, a payload under the cap) run with what the calls share looked
+    up once; a call they do not all accept goes through ``encode_arguments``,
+    which decides and words the error. The same checks, the same encoding: it
+    accepts exactly what ``encode_arguments`` accepts, at about two thirds of the
+    cost per call (a bulk enqueue's largest share of Python)."""
+    cap = max_payload_bytes
+    plain = _plain_parameters(task.func)
+    if plain is None:
+        return functools.partial(encode_arguments, task, max_payload_bytes=cap)
+    extra = 1 if task.takes_context else 0
+    name = task.module_path
+
+    def encoded(args: Sequence[Any], kwargs: Mapping[str, Any]) -> EncodedJSON:
+        if (
+            plainly_storable(args, _ARGUMENTS_DEPTH, cap)
+            and plainly_storable(kwargs, _ARGUMENTS_DEPTH, cap)
+            and plain.binds(len(args) + extra, kwargs)
+        ):
+            payload = {"args": list(args), "kwargs": dict(kwargs)}
+            text = encode_payload(name, payload)
+            if encoded_size(text) <= cap:
+                return EncodedJSON(payload, text)
+        return encode_arguments(task, args, kwargs, cap)
+
+    return encoded
 
 
 def _per_argument(
