@@ -307,6 +307,33 @@ def test_enqueue_many_validates_every_call_before_writing():
 
 
 @pytest.mark.django_db
+def test_enqueue_many_takes_any_sequence_and_mapping_and_keeps_nothing_of_the_callers():
+    """Arguments as a list, a tuple, a generator, keywords as a dict or another
+    mapping: each stored and returned as JSON, and what the caller changes in its
+    own objects afterwards changes neither the row nor the result."""
+    from collections import OrderedDict
+
+    args: list[Any] = [1, [2]]
+    kwargs: dict[str, Any] = {"b": [3]}
+    results = add_task.enqueue_many(
+        [
+            (args, {}),
+            ((4,), kwargs),
+            ((n for n in (5, 6)), {}),
+            ((7,), OrderedDict(b=8)),
+        ]
+    )
+    args[1].append("later")
+    args.append("later")
+    kwargs["b"].append("later")
+    kwargs["c"] = "later"
+    expected = [([1, [2]], {}), ([4], {"b": [3]}), ([5, 6], {}), ([7], {"b": 8})]
+    assert [(r.args, r.kwargs) for r in results] == expected
+    rows = Job.objects.filter(pk__in=[int(r.id) for r in results]).order_by("pk")
+    assert [(j.args, j.kwargs) for j in rows] == expected
+
+
+@pytest.mark.django_db
 def test_enqueue_many_reads_workers_once():
     _worker("w", {"memory": 4 * GiB})
     with CaptureQueriesContext(connection) as queries:
