@@ -151,9 +151,10 @@ def arguments_encoder(
     name = task.module_path
 
     def encoded(args: Sequence[Any], kwargs: Mapping[str, Any]) -> EncodedJSON:
+        # (Most calls pass no keywords: an empty container is plainly storable.)
         if (
-            plainly_storable(args, _ARGUMENTS_DEPTH, cap)
-            and plainly_storable(kwargs, _ARGUMENTS_DEPTH, cap)
+            (not args or plainly_storable(args, _ARGUMENTS_DEPTH, cap))
+            and (not kwargs or plainly_storable(kwargs, _ARGUMENTS_DEPTH, cap))
             and plain.binds(len(args) + extra, kwargs)
         ):
             payload = {"args": list(args), "kwargs": dict(kwargs)}
