@@ -139,12 +139,16 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def _normal_args(args: Sequence[Any]) -> list[Any]:
+    if not args:
+        return []
     if all(type(value) in _PLAIN for value in args):
         return list(args)
     return cast(list[Any], compat.normalize_json(args))
 
 
 def _normal_kwargs(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    if not kwargs:
+        return {}
     if all(type(key) is str and type(value) in _PLAIN for key, value in kwargs.items()):
         return dict(kwargs)
     return cast(dict[str, Any], compat.normalize_json(kwargs))
