@@ -149,12 +149,19 @@ def arguments_encoder(
         return functools.partial(encode_arguments, task, max_payload_bytes=cap)
     extra = 1 if task.takes_context else 0
     name = task.module_path
+    # How many positional arguments bind with no keywords, asked once.
+    alone = frozenset(
+        count - extra
+        for count in range(len(plain.positional) + 1)
+        if count >= extra and plain.binds(count, {})
+    )
 
     def encoded(args: Sequence[Any], kwargs: Mapping[str, Any]) -> EncodedJSON:
         # (Most calls pass no keywords: an empty container is plainly storable.)
-        if (
-            (not args or plainly_storable(args, _ARGUMENTS_DEPTH, cap))
-            and (not kwargs or plainly_storable(kwargs, _ARGUMENTS_DEPTH, cap))
+        if (not args or plainly_storable(args, _ARGUMENTS_DEPTH, cap)) and (
+            len(args) in alone
+            if not kwargs
+            else plainly_storable(kwargs, _ARGUMENTS_DEPTH, cap)
             and plain.binds(len(args) + extra, kwargs)
         ):
             payload = {"args": list(args), "kwargs": dict(kwargs)}
