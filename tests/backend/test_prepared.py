@@ -124,6 +124,45 @@ def test_one_job_enqueues_run_on_a_cursor_kept_on_the_connection() -> None:
 
 
 @pytest.mark.usefixtures("preparing")
+def test_a_connection_shared_between_threads_keeps_no_cursor() -> None:
+    """Threads on one connection (as Django's live server shares one) would read
+    each other's result from one cursor: each enqueue there opens its own."""
+    import threading
+
+    from django.db import connections
+
+    shared = connections[connection.alias]  # the wrapper itself, not the proxy
+    shared.ensure_connection()
+    shared._dispatch_jobs_cursor = None  # type: ignore[attr-defined]
+    shared.inc_thread_sharing()
+    results: list[Any] = []
+    errors: list[BaseException] = []
+
+    def enqueue(n: int) -> None:
+        connections[shared.alias] = shared  # this thread uses the shared one
+        try:
+            results.append(tasks.add.enqueue(n, n))
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=enqueue, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        shared.dec_thread_sharing()
+    assert errors == []
+    assert shared._dispatch_jobs_cursor is None  # type: ignore[attr-defined]
+    assert sorted(r.args for r in results) == [[n, n] for n in range(4)]
+    rows = Job.objects.filter(pk__in=[int(r.id) for r in results])
+    assert sorted(j.args for j in rows) == [[n, n] for n in range(4)]
+    tasks.add.enqueue(9, 9)  # no longer shared: the cursor is kept again
+    assert shared._dispatch_jobs_cursor is not None  # type: ignore[attr-defined]
+
+
+@pytest.mark.usefixtures("preparing")
 def test_a_refusal_on_the_kept_cursor_is_djangos_error_and_the_next_enqueue_goes_on() -> None:
     """The database's refusal reaches the caller as Django's error class, and the
     kept cursor serves the next enqueue."""

@@ -60,8 +60,9 @@ def kept_cursor(connection: Any) -> Any | None:
     about a tenth of its time (``bench.hotpath --only single``). Still Django's
     wrapper: the project's ``execute_wrapper()``s, error translation and anything
     that instruments Django's cursors see the statement. None where the store does
-    not prepare (``prepares``)."""
-    if not prepares(connection):
+    not prepare (``prepares``), and on a connection shared between threads (one
+    cursor's result would then be another thread's to read)."""
+    if not prepares(connection) or connection.allow_thread_sharing:
         return None
     from django.db.backends.postgresql import base
     from django.db.backends.utils import CursorWrapper
