@@ -220,6 +220,34 @@ def test_a_row_refused_on_the_prepared_path_fails_alone() -> None:
     assert _prepared_inserts()
 
 
+@pytest.mark.parametrize("fixture", ["preparing", "not_preparing"])
+def test_a_many_row_insert_the_database_refuses_writes_none_and_the_next_goes_on(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    """The many-row INSERT (one statement, one row back) with one value the
+    database refuses: no row of it is written, in autocommit or in the caller's
+    transaction (which stays usable), and the next bulk enqueue goes on."""
+    from django.db import DatabaseError
+
+    from dispatch_jobs.store import NewJobs, insert_jobs
+
+    request.getfixturevalue(fixture)
+    before = tasks.add.enqueue_many([((1, 1), {}), ((2, 2), {})])
+    bad = NewJobs(
+        3, {"name": "tests.jobs.tasks.add", "queue": "default"}, {"priority": [1, 2**70, 3]}
+    )
+    with pytest.raises((DatabaseError, OverflowError)):
+        insert_jobs(bad)
+    with transaction.atomic():
+        with pytest.raises((DatabaseError, OverflowError)):
+            insert_jobs(bad)
+        inside = tasks.add.enqueue_many([((3, 3), {}), ((4, 4), {})])
+    after = tasks.add.enqueue_many([((5, 5), {}), ((6, 6), {})])
+    assert [job.args for job in Job.objects.order_by("pk")] == [[n, n] for n in range(1, 7)]
+    ids = [int(r.id) for r in (*before, *inside, *after)]
+    assert ids == sorted(ids) and len(set(ids)) == 6
+
+
 def _prepared(prefix: str) -> list[tuple[str, str, int, int]]:
     """This connection's prepared statements that start with ``prefix``: name,
     text, and how many generic and custom plans PostgreSQL made for them."""

@@ -64,19 +64,13 @@ def kept_cursor(connection: Any) -> Any | None:
     cursor's result would then be another thread's to read)."""
     if not prepares(connection) or connection.allow_thread_sharing:
         return None
-    from django.db.backends.postgresql import base
-    from django.db.backends.utils import CursorWrapper
-
+    # What opening a cursor checks first, here at every use of the kept one.
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     connection.validate_thread_sharing()
-    raw = connection.connection
     kept = getattr(connection, "_dispatch_jobs_cursor", None)
-    if kept is None or kept.cursor.connection is not raw or kept.cursor.closed:
-        binding: Any = base.ServerBindingCursor  # psycopg 3's, which the stubs do not know
-        with connection.wrap_database_errors:
-            kept = CursorWrapper(binding(raw), connection)
-        connection._dispatch_jobs_cursor = kept
+    if kept is None or kept.cursor.connection is not connection.connection or kept.cursor.closed:
+        kept = connection._dispatch_jobs_cursor = server_cursor(connection)
     return kept
 
 
