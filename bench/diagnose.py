@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.claim_indexes_only:
         dropped = drop_admin_indexes(system.url)
         print(f"dropped {len(dropped)} job indexes: {', '.join(dropped)}", flush=True)
-    system.fill(args.jobs)
+    system.filled(args.jobs)
     counters_before = database_counters(system.url)
     load_before = os.getloadavg()
     workers = [system.start_worker(args.mode, f"diag-{i}") for i in range(args.processes)]

@@ -5,6 +5,7 @@
     .venv/bin/python -m bench.hotpath --db sqlite:////tmp/dj_f/perf.sqlite3
     .venv/bin/python -m bench.hotpath --db ... --only claim --finished 1000000
     .venv/bin/python -m bench.hotpath --db ... --only single --profile
+    .venv/bin/python -m bench.hotpath --db postgres://... --only settle --claim-batch 500
 
 Scenarios (each repeated ``--reps`` times; the medians reported are jobs/s and
 this process's CPU time per job, in µs: the Python share of the cost, steadier
@@ -15,7 +16,14 @@ than the rate on a shared machine, since the database's work is another process)
 - ``claim``: ``store.claim_jobs`` with a lease, ``--claim-batch`` jobs per claim,
   until ``--claim-jobs`` pending jobs are all claimed; with ``--finished N`` it runs
   once on a table without finished rows and once with N completed rows, and prints
-  the ratio.
+  the ratio;
+- ``settle`` (PostgreSQL on this machine): claims ``--claim-jobs`` jobs in batches
+  of ``--claim-batch`` and writes each batch's outcomes as the worker does
+  (``store.complete_leased_jobs``, a usage row each unless ``--no-usage``), and
+  prints the database's CPU per job for the claim and for the completion apart,
+  read from ``/proc`` for the connection's backend. ``--claim-indexes-only``
+  first drops the job table's indexes but the claim's (a scratch database!): what
+  the admin's indexes cost each statement.
 
 The database named in ``--db`` is migrated and its job table emptied: use a
 database of its own. ``--profile`` runs pyinstrument over the first repetition.
@@ -191,6 +199,100 @@ def claim(count: int, batch: int) -> Timing:
     return timing
 
 
+class Settle(NamedTuple):
+    """One ``settle`` repetition: the database's and this process's CPU per job,
+    in µs, for the claim and the completion apart."""
+
+    claim_db: float
+    claim_client: float
+    complete_db: float
+    complete_client: float
+
+
+def _backend_cpu() -> Callable[[], float]:
+    """A reader of the CPU seconds of this connection's PostgreSQL backend (the
+    database runs on this machine: its process is in ``/proc``)."""
+    import os
+
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def read() -> float:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    return read
+
+
+def settle(count: int, batch: int, usage: bool) -> Settle:
+    """Claim ``count`` fresh jobs, then write their outcomes (completed, with the
+    attempt record and usage a worker sends), ``batch`` at a time."""
+    from dispatch_jobs import store
+    from dispatch_jobs.models import Job, Usage
+
+    Job.objects.all().delete()
+    Usage.objects.all().delete()
+    _fill(count)
+    backend = _backend_cpu()
+    options = store.ClaimOptions(
+        queues=["default"], limit=batch, worker_id=WORKER_ID, lease_ttl=timedelta(seconds=300)
+    )
+    db_0, client_0 = backend(), time.process_time()
+    jobs: list[Any] = []
+    while claimed := store.claim_jobs(options):
+        jobs += claimed
+    db_1, client_1 = backend(), time.process_time()
+    spent = store.Spent(
+        wall_time=timedelta(microseconds=20), cpu_time=timedelta(microseconds=15), executor="thread"
+    )
+    record = {
+        "status": "completed",
+        "attempt": 1,
+        "message": "",
+        "traceback": "",
+        "worker_id": WORKER_ID,
+        "started_at": "2026-12-05T03:46:10.059536+00:00",
+        "finished_at": "2026-12-05T03:46:10.059554+00:00",
+        "exception_class": "",
+    }
+    settled = [
+        store.Settled(job, job.lease_epoch, store.Completed(), record, spent if usage else None)
+        for job in jobs
+    ]
+    db_2, client_2 = backend(), time.process_time()
+    for start in range(0, len(settled), batch):
+        if store.complete_leased_jobs(WORKER_ID, settled[start : start + batch]):
+            raise SystemExit("a lease was lost: is another worker on this database?")
+    db_3, client_3 = backend(), time.process_time()
+    if len(jobs) != count:
+        raise SystemExit(f"claimed {len(jobs)} of {count} jobs")
+    return Settle(
+        *(1e6 * seconds / count for seconds in (db_1 - db_0, client_1 - client_0)),
+        *(1e6 * seconds / count for seconds in (db_3 - db_2, client_3 - client_2)),
+    )
+
+
+def _measure_settle(count: int, batch: int, usage: bool, reps: int) -> None:
+    runs = [settle(count, batch, usage) for _ in range(reps)]
+    for label, db_field, client_field in (
+        ("claim", "claim_db", "claim_client"),
+        ("completion" + ("" if usage else ", no usage row"), "complete_db", "complete_client"),
+    ):
+        db_each = [getattr(run, db_field) for run in runs]
+        client_each = [getattr(run, client_field) for run in runs]
+        shown = ", ".join(f"{v:.1f}" for v in db_each)
+        print(
+            f"{label + f' (batch {batch})':<36} database {statistics.median(db_each):6.1f} µs/job"
+            f"  client {statistics.median(client_each):6.1f} µs/job   ({shown})",
+            flush=True,
+        )
+
+
 def _measure(name: str, run: Callable[[], Timing], reps: int, profile: bool) -> float:
     """Run ``reps`` repetitions, print the medians; returns the median rate."""
     timings = []
@@ -218,7 +320,7 @@ def _measure(name: str, run: Callable[[], Timing], reps: int, profile: bool) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--db", required=True, help="database URL (emptied!)")
-    parser.add_argument("--only", choices=["single", "bulk", "claim"], action="append")
+    parser.add_argument("--only", choices=["single", "bulk", "claim", "settle"], action="append")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--single-jobs", type=int, default=3000)
     parser.add_argument("--bulk-jobs", type=int, default=50_000)
@@ -227,6 +329,12 @@ def main() -> None:
     parser.add_argument("--claim-batch", type=int, default=100)
     parser.add_argument("--finished", type=int, default=0, help="also claim with N done rows")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--no-usage", action="store_true", help="settle: no usage rows")
+    parser.add_argument(
+        "--claim-indexes-only",
+        action="store_true",
+        help="settle: drop the job table's indexes but the claim's first (scratch database!)",
+    )
     parser.add_argument(
         "--async-commit",
         action="store_true",
@@ -275,6 +383,15 @@ def main() -> None:
                 args.profile,
             )
             print(f"claim with finished rows / empty: {full / empty:.0%}")
+    if "settle" in only:
+        if connection.vendor != "postgresql":
+            raise SystemExit("settle reads the backend's CPU: PostgreSQL on this machine only")
+        if args.claim_indexes_only:
+            from bench.diagnose import drop_admin_indexes
+
+            dropped = drop_admin_indexes(args.db)
+            print(f"dropped {len(dropped)} job indexes: {', '.join(dropped)}", flush=True)
+        _measure_settle(args.claim_jobs, args.claim_batch, not args.no_usage, args.reps)
     _empty()
 
 

@@ -23,7 +23,7 @@ class BenchError(RuntimeError):
 def drain(system: System, jobs: int, mode: str, processes: int, cap: float) -> dict[str, float]:
     """Fill ``jobs`` no-op jobs, start ``processes`` workers in ``mode``, and
     measure until all are completed (or ``cap`` seconds pass)."""
-    system.fill(jobs)
+    system.filled(jobs)
     workers = [system.start_worker(mode, f"drain-{mode}-{i}") for i in range(processes)]
     started = time.monotonic()
     try:
@@ -97,7 +97,7 @@ def latency(system: System, samples: int, mode: str, max_gap: float = 0.3) -> di
 def memory(system: System, jobs: int, mode: str = "c32") -> dict[str, float]:
     """Peak resident memory of one worker (and its children) while it drains
     ``jobs`` no-op jobs at concurrency 32."""
-    system.fill(jobs)
+    system.filled(jobs)
     worker = system.start_worker(mode, f"memory-{mode}")
     try:
         deadline = time.monotonic() + 120

@@ -9,6 +9,7 @@ stacks into the functions with the most samples, inclusive and exclusive.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,7 @@ def profile_drain(system: System, jobs: int, mode: str, seconds: float) -> dict[
     if not Path(py_spy).exists():
         raise BenchError("py-spy is not installed in this venv")
     system.prepare()
-    system.fill(jobs)
+    system.filled(jobs)
     worker = system.start_worker(mode, f"profile-{mode}")
     raw = LOG_DIR / f"profile-{system.name}-{mode}.txt"
     raw.unlink(missing_ok=True)
@@ -50,6 +51,9 @@ def profile_drain(system: System, jobs: int, mode: str, seconds: float) -> dict[
                 "--output",
                 str(raw),
                 "--nonblocking",
+                # BENCH_PROFILE_GIL=1: only samples that hold the GIL (where one
+                # process's Python is the limit), not every busy thread.
+                *(["--gil"] if os.environ.get("BENCH_PROFILE_GIL") else []),
             ],
             capture_output=True,
             text=True,

@@ -126,7 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     python = args.python or sys.executable
     mode = "quick" if args.quick else "full"
     started = time.monotonic()
-    print(f"dispatch_jobs bench ({mode} mode) on {os.cpu_count()} cores", flush=True)
+    # The scenario subprocesses read it (bench.databases.FILL_ANALYZE).
+    os.environ["BENCH_FILL_ANALYZE"] = "1" if args.analyze else "0"
+    print(
+        f"dispatch_jobs bench ({mode} mode) on {os.cpu_count()} cores; drains start "
+        + ("after ANALYZE" if args.analyze else "on tables without planner statistics"),
+        flush=True,
+    )
 
     systems = [s for s in report.SYSTEMS if s in args.systems]
     for system in systems:
@@ -185,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         "finished_at": stamp,
         "elapsed_s": round(elapsed, 1),
         "machine": machine,
+        "fill_analyze": args.analyze,
         "systems": meta,
         "results": results.as_json(),
         "targets": checks,
@@ -351,6 +358,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--python", default="", help="Python >= 3.12 to build venvs with")
     parser.add_argument(
         "--merge", default="", help="an earlier results JSON whose other cells to keep"
+    )
+    parser.add_argument(
+        "--analyze",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ANALYZE after each drain's fill, as a live server's autovacuum would "
+        "(default); --no-analyze drains tables without planner statistics",
     )
     parser.add_argument(
         "--profile",

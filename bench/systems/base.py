@@ -7,7 +7,7 @@ import sys
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from ..databases import database_url
+from ..databases import FILL_ANALYZE, analyze, database_url
 from ..processes import ROOT, WorkerProcess
 
 # Worker modes every system maps onto its own CLI flags (``worker_argv``):
@@ -64,6 +64,14 @@ class System(ABC):
     @abstractmethod
     def fill(self, count: int) -> None:
         """Enqueue ``count`` no-op jobs as fast as possible (set-up, not measured)."""
+
+    def filled(self, count: int) -> None:
+        """``fill(count)``, then, unless ``BENCH_FILL_ANALYZE=0``, the database's
+        planner statistics brought up to date (see ``databases.FILL_ANALYZE``):
+        every drain starts from the same state whatever the system."""
+        self.fill(count)
+        if FILL_ANALYZE:
+            analyze(self.url)
 
     @abstractmethod
     def enqueue_one(self) -> None:

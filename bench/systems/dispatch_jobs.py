@@ -237,7 +237,7 @@ class DispatchJobs(DjangoSystem):
 
         if connection.vendor != "postgresql":
             raise Unsupported("the raw ceiling is written for PostgreSQL")
-        self.fill(jobs)
+        self.filled(jobs)
         claim = (
             "UPDATE dispatch_jobs_job SET state = 'running', started_at = now() "
             "WHERE id IN (SELECT id FROM dispatch_jobs_job WHERE state = 'pending' "
