@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 PG_SERVER = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432")
@@ -57,14 +58,7 @@ def fresh_database(url: str) -> None:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             conn.execute(f'CREATE DATABASE "{name}"')
     elif parts.scheme == "mysql":
-        import MySQLdb
-
-        conn = MySQLdb.connect(
-            host=parts.hostname or "127.0.0.1",
-            port=parts.port or 3306,
-            user=parts.username or "root",
-            passwd=parts.password or "",
-        )
+        conn = _mysql(url)
         try:
             cur = conn.cursor()
             cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
@@ -124,15 +118,7 @@ def analyze(url: str) -> None:
         with psycopg.connect(libpq_dsn(url), autocommit=True) as conn:
             conn.execute("ANALYZE")
     elif parts.scheme == "mysql":
-        import MySQLdb
-
-        conn = MySQLdb.connect(
-            host=parts.hostname or "127.0.0.1",
-            port=parts.port or 3306,
-            user=parts.username or "root",
-            passwd=parts.password or "",
-            db=name,
-        )
+        conn = _mysql(url, name)
         try:
             cur = conn.cursor()
             cur.execute("SHOW TABLES")
@@ -147,3 +133,18 @@ def analyze(url: str) -> None:
             conn.execute("ANALYZE")
     else:
         raise ValueError(f"unsupported database URL {url!r}")
+
+
+def _mysql(url: str, database: str = "") -> Any:
+    """A MySQLdb connection to ``url``'s server (and ``database``, when given)."""
+    import MySQLdb
+
+    parts = urlsplit(url)
+    options = {"db": database} if database else {}
+    return MySQLdb.connect(
+        host=parts.hostname or "127.0.0.1",
+        port=parts.port or 3306,
+        user=parts.username or "root",
+        passwd=parts.password or "",
+        **options,
+    )
