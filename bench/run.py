@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                 began = time.monotonic()
                 cell = _run_step(system, vendor, step, args)
                 cell["elapsed_s"] = round(time.monotonic() - began, 1)
+                cell["fill_analyze"] = args.analyze  # per cell: --merge keeps older ones
                 results.add(vendor, step.scenario, system, cell)
                 meta.setdefault(system, {}).update(
                     {k: cell[k] for k in ("versions", "notes", "modes") if k in cell}
