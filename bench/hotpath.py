@@ -209,24 +209,14 @@ class Settle(NamedTuple):
     complete_client: float
 
 
-def _backend_cpu() -> Callable[[], float]:
-    """A reader of the CPU seconds of this connection's PostgreSQL backend (the
-    database runs on this machine: its process is in ``/proc``)."""
-    import os
-
+def _backend_pid() -> int:
+    """The process id of this connection's PostgreSQL backend (the database runs
+    on this machine: its CPU is read from ``/proc`` by ``diagnose.cpu_seconds``)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-    ticks = os.sysconf("SC_CLK_TCK")
-
-    def read() -> float:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / ticks
-
-    return read
+        return int(cursor.fetchone()[0])
 
 
 def settle(count: int, batch: int, usage: bool) -> Settle:
@@ -238,7 +228,13 @@ def settle(count: int, batch: int, usage: bool) -> Settle:
     Job.objects.all().delete()
     Usage.objects.all().delete()
     _fill(count)
-    backend = _backend_cpu()
+    from bench.diagnose import cpu_seconds
+
+    pid = _backend_pid()
+
+    def backend() -> float:
+        return cpu_seconds(pid)
+
     options = store.ClaimOptions(
         queues=["default"], limit=batch, worker_id=WORKER_ID, lease_ttl=timedelta(seconds=300)
     )
